@@ -1,0 +1,10 @@
+/*
+ * admit/admit.h - the whole public API of admit in one include.
+ */
+#ifndef ADMIT_ADMIT_H
+#define ADMIT_ADMIT_H
+
+#include <admit/status.h>
+#include <admit/cuckoo.h>
+
+#endif /* ADMIT_ADMIT_H */

@@ -1,0 +1,291 @@
+/*
+ * admit/cuckoo.h - a concurrent cuckoo filter.
+ *
+ * A cuckoo filter answers "have I seen this key?" in a few bits per key,
+ * with a small, bounded false-positive rate and no false negatives, and,
+ * unlike a Bloom filter, it can delete.  This one is built for many threads:
+ * lookups never take a lock, writers take two of many small seqlock stripes.
+ *
+ * Keys are arbitrary byte strings; a key of length 0 is a valid key (and
+ * "key" may then be NULL).  The filter stores only a fingerprint of each key,
+ * so it never copies or keeps the caller's memory.
+ *
+ * Unless a function says otherwise it is thread-safe: any number of threads
+ * may call any mix of insert, delete, lookup, increment, halve and save on one
+ * filter at once.  admit_cuckoo_new(), admit_cuckoo_load() and
+ * admit_cuckoo_free() are the exceptions: a filter must not be used while it
+ * is being freed.
+ */
+#ifndef ADMIT_CUCKOO_H
+#define ADMIT_CUCKOO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <admit/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct admit_cuckoo;
+
+/*
+ * Creation parameters.  Zero a struct and set what you need: every zero field
+ * means "default".
+ */
+struct admit_cuckoo_config {
+	uint64_t capacity;         /* items it must hold; required, > 0 */
+	unsigned fingerprint_bits; /* 8 or 16; 0 = 16.  Counting mode: 0 or 16 */
+	bool     counting;         /* 12-bit fingerprint + 4-bit counter per slot */
+	unsigned stripes;          /* lock stripes; 0 = default, else a power of
+	                              two, at most ADMIT_CUCKOO_MAX_STRIPES */
+	uint64_t seed;             /* hash seed; 0 = random (from getrandom) */
+};
+
+/* Largest stripe count accepted in admit_cuckoo_config.stripes. */
+#define ADMIT_CUCKOO_MAX_STRIPES (1u << 20)
+
+/* Largest capacity accepted: bucket indexes must fit in 32 bits. */
+#define ADMIT_CUCKOO_MAX_CAPACITY ((uint64_t)UINT32_MAX * 19 / 5)
+
+/*
+ * admit_cuckoo_new - create an empty filter.
+ *
+ * The table has the smallest bucket count (any integer >= 2, not only a power
+ * of two) that holds cfg->capacity items at 95 % load.  With the default
+ * 16-bit fingerprints that is about 16.8 bits per item and a false-positive
+ * rate below 8 / 2^16 (0.012 %); 8-bit fingerprints give 8.4 bits per item and
+ * at most 8 / 2^8 (3.1 %).  Counting mode keeps a 12-bit fingerprint and a
+ * 4-bit saturating counter per slot (16.8 bits per item, at most 8 / 2^12).
+ *
+ * Errors: ADMIT_EINVAL if cfg or out is NULL, the capacity is 0 or above
+ * ADMIT_CUCKOO_MAX_CAPACITY, the fingerprint width is not 8 or 16 (16 only
+ * in counting mode), or stripes is not a power of two up to
+ * ADMIT_CUCKOO_MAX_STRIPES; ADMIT_NOMEM if the table cannot be allocated.
+ * On error *out is left untouched.
+ *
+ * Thread-safety: safe (each call makes a new, independent filter).
+ */
+enum admit_status admit_cuckoo_new(const struct admit_cuckoo_config *cfg,
+                                   struct admit_cuckoo **out);
+
+/*
+ * admit_cuckoo_free - release a filter and its table.  NULL is a no-op.
+ *
+ * Thread-safety: NOT thread-safe with any other call on the same filter.
+ */
+void admit_cuckoo_free(struct admit_cuckoo *f);
+
+/*
+ * admit_cuckoo_insert - add one copy of key.
+ *
+ * A membership filter is a multiset: inserting a key twice stores two
+ * fingerprints, and one delete removes one of them.  A key can be stored at
+ * most 8 times (two buckets of 4 slots).  In counting mode, insert is
+ * admit_cuckoo_increment().
+ *
+ * When both of the key's buckets are full, other fingerprints are moved
+ * ("kicked") along a cuckoo path to make room; readers keep finding every
+ * moved fingerprint throughout.
+ *
+ * Errors: ADMIT_FULL if no cuckoo path frees a slot (the filter is then
+ * exactly as it was); ADMIT_EINVAL if f is NULL or key is NULL with len > 0.
+ *
+ * Thread-safety: safe.
+ */
+enum admit_status admit_cuckoo_insert(struct admit_cuckoo *f, const void *key,
+                                      size_t len);
+
+/*
+ * admit_cuckoo_insert_unique - add key unless it is already present.
+ *
+ * The presence check and the insertion are one atomic step: when many threads
+ * add the same key at once, exactly one gets ADMIT_OK.  "Present" is as the
+ * filter sees it: a key whose fingerprint collides with a stored one (the
+ * false-positive case) also answers ADMIT_EXISTS.  In counting mode the new
+ * entry starts with a count of 1.
+ *
+ * Errors: ADMIT_EXISTS if present (nothing changed); ADMIT_FULL; ADMIT_EINVAL
+ * as for admit_cuckoo_insert().
+ *
+ * Thread-safety: safe.
+ */
+enum admit_status admit_cuckoo_insert_unique(struct admit_cuckoo *f,
+                                             const void *key, size_t len);
+
+/*
+ * admit_cuckoo_contains - true if key may be present.
+ *
+ * Never a false negative for a key inserted (and not deleted) before the call
+ * began; a false positive with probability at most 8 / 2^f.  Takes no lock:
+ * it retries only when a writer changed one of the key's two buckets while it
+ * was reading them.  Returns false if f is NULL or key is NULL with len > 0.
+ *
+ * Thread-safety: safe; lock-free with respect to other readers.
+ */
+bool admit_cuckoo_contains(const struct admit_cuckoo *f, const void *key,
+                           size_t len);
+
+/*
+ * admit_cuckoo_delete - remove one copy of key.
+ *
+ * In counting mode it subtracts one from the key's counter and frees the slot
+ * when it reaches 0.
+ *
+ * Deleting a key that was never inserted is a caller error the filter cannot
+ * detect: if it shares a fingerprint and a bucket with a stored key, that
+ * key's fingerprint is removed instead, and the stored key may then be
+ * reported absent.  Delete only keys you inserted.
+ *
+ * Errors: ADMIT_NOTFOUND if no matching fingerprint is stored (nothing
+ * changed); ADMIT_EINVAL as for admit_cuckoo_insert().
+ *
+ * Thread-safety: safe.
+ */
+enum admit_status admit_cuckoo_delete(struct admit_cuckoo *f, const void *key,
+                                      size_t len);
+
+/*
+ * admit_cuckoo_count - how often key is stored.
+ *
+ * A membership filter returns the number of matching fingerprints (0 to 8);
+ * a counting filter returns the key's counter (0 to 15, saturating).  Both
+ * may over-count by the false-positive mechanism.  Returns 0 on bad input.
+ *
+ * Thread-safety: safe; lock-free like admit_cuckoo_contains().
+ */
+unsigned admit_cuckoo_count(const struct admit_cuckoo *f, const void *key,
+                            size_t len);
+
+/*
+ * admit_cuckoo_increment - counting mode: add 1 to key's counter, saturating
+ * at 15; a key not yet present is inserted with a count of 1.
+ *
+ * Errors: ADMIT_EINVAL if the filter is not in counting mode or on bad
+ * arguments; ADMIT_FULL if the key is absent and no slot can be freed.
+ *
+ * Thread-safety: safe; concurrent increments of one key are never lost
+ * (below saturation).
+ */
+enum admit_status admit_cuckoo_increment(struct admit_cuckoo *f,
+                                         const void *key, size_t len);
+
+/*
+ * admit_cuckoo_halve - counting mode: age every counter (halve it, rounding
+ * down) and delete the entries that reach 0.
+ *
+ * The table is walked one bucket at a time, each bucket under its own stripe,
+ * so other threads keep inserting and looking up while it runs; an update
+ * made during the walk may or may not be halved.
+ *
+ * Errors: ADMIT_EINVAL if f is NULL or not in counting mode.
+ *
+ * Thread-safety: safe.
+ */
+enum admit_status admit_cuckoo_halve(struct admit_cuckoo *f);
+
+/*
+ * admit_cuckoo_contains_many - n lookups at once: out[i] =
+ * admit_cuckoo_contains(f, keys[i], lens[i]).
+ *
+ * All keys of a group are hashed and their buckets prefetched before any is
+ * probed, so the cache misses of a group overlap.  Use it whenever a caller
+ * holds several keys at once: on a table larger than the CPU caches it is
+ * several times faster than a loop of single lookups.
+ *
+ * Bad input: a NULL f, keys, lens or out makes it return without writing; a
+ * NULL keys[i] with lens[i] > 0 gives out[i] = false.
+ *
+ * Thread-safety: safe; lock-free.
+ */
+void admit_cuckoo_contains_many(const struct admit_cuckoo *f, size_t n,
+                                const void *const keys[], const size_t lens[],
+                                bool out[]);
+
+/*
+ * admit_cuckoo_size - items held: the number of occupied slots.  A counting
+ * filter's entry counts once whatever its counter.  Exact when no writer is
+ * running, a moment's value otherwise.  0 if f is NULL.
+ *
+ * Thread-safety: safe.
+ */
+uint64_t admit_cuckoo_size(const struct admit_cuckoo *f);
+
+/*
+ * admit_cuckoo_slots - 4 x the bucket count: the most items the table could
+ * ever hold.  admit_cuckoo_size() / admit_cuckoo_slots() is the load factor.
+ *
+ * Thread-safety: safe.
+ */
+uint64_t admit_cuckoo_slots(const struct admit_cuckoo *f);
+
+/*
+ * admit_cuckoo_memory - bytes of the bucket table (the stripes and the struct
+ * are extra, a few tens of KiB).  8 * memory / size is bits per item.
+ *
+ * Thread-safety: safe.
+ */
+size_t admit_cuckoo_memory(const struct admit_cuckoo *f);
+
+/* Event counters, summed over stripes; see admit_cuckoo_stats(). */
+struct admit_cuckoo_stats {
+	uint64_t items;        /* occupied slots, as admit_cuckoo_size() */
+	uint64_t kicks;        /* fingerprints moved to make room */
+	uint64_t path_retries; /* cuckoo paths found stale and searched again */
+	uint64_t read_retries; /* lookups that re-read after a concurrent write */
+	uint64_t full;         /* ADMIT_FULL answers */
+};
+
+/*
+ * admit_cuckoo_stats - copy the filter's event counters into *out.
+ *
+ * Errors: ADMIT_EINVAL if f or out is NULL.
+ *
+ * Thread-safety: safe; each counter is read atomically, the set is not a
+ * single snapshot while writers run.
+ */
+enum admit_status admit_cuckoo_stats(const struct admit_cuckoo *f,
+                                     struct admit_cuckoo_stats *out);
+
+/*
+ * admit_cuckoo_save - write the filter to a file.
+ *
+ * The file holds a magic, format version, all parameters including the seed,
+ * the table in little-endian order (portable between machines) and an XXH3
+ * checksum.  It is written to a temporary file beside path and renamed into
+ * place, so a crash never leaves a half-written snapshot under path.
+ *
+ * Writers are paused for the time it takes to copy the table in memory (not
+ * for the disk write); lookups are never paused.  The snapshot is exact at
+ * that instant.
+ *
+ * Errors: ADMIT_EINVAL if f or path is NULL; ADMIT_NOMEM if the copy cannot
+ * be allocated; ADMIT_EIO if the file cannot be written.
+ *
+ * Thread-safety: safe.
+ */
+enum admit_status admit_cuckoo_save(const struct admit_cuckoo *f,
+                                    const char *path);
+
+/*
+ * admit_cuckoo_load - create a filter from a file written by
+ * admit_cuckoo_save().
+ *
+ * The file is fully validated (magic, version, parameters, size, checksum and
+ * the contents of every slot) before a filter is returned.
+ *
+ * Errors: ADMIT_EINVAL if path or out is NULL; ADMIT_EIO if the file cannot be
+ * opened or read; ADMIT_ECORRUPT if it is truncated, altered, or not an admit
+ * cuckoo snapshot; ADMIT_NOMEM.  On error *out is left untouched.
+ *
+ * Thread-safety: safe.
+ */
+enum admit_status admit_cuckoo_load(const char *path, struct admit_cuckoo **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ADMIT_CUCKOO_H */

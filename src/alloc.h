@@ -1,0 +1,22 @@
+/*
+ * alloc.h - every allocation admit makes goes through here, so that the
+ * allocator (jemalloc or libc) is chosen in one place.
+ */
+#ifndef ADMIT_ALLOC_H
+#define ADMIT_ALLOC_H
+
+#include <stddef.h>
+
+void *admit_malloc(size_t size);
+void *admit_calloc(size_t n, size_t size);
+void  admit_free(void *p);
+
+/*
+ * A zeroed, cache-line aligned table.  Tables of 2 MiB or more are aligned to
+ * 2 MiB and advised into transparent huge pages: a lookup in a big table is
+ * two random cache misses, and a TLB miss on top of each costs as much again.
+ */
+void *admit_table_alloc(size_t size);
+void  admit_table_free(void *p, size_t size);
+
+#endif /* ADMIT_ALLOC_H */

@@ -1,0 +1,657 @@
+/*
+ * cuckoo.c - the concurrent cuckoo filter (DESIGN.md §2).
+ *
+ * Progress and ordering, in brief:
+ *  - Readers take no lock.  They read the stripe words of both buckets, the
+ *    two buckets, and, if nothing matched, the stripe words again
+ *    (stripe.h explains the acquire/release pairs).  A match is returned at
+ *    once: the fingerprint was in the table at the instant it was read.  A
+ *    miss is returned only if neither stripe changed; otherwise it re-reads.
+ *    That catches a fingerprint in flight between its two buckets.
+ *  - Writers hold the stripes of every bucket they change, taken in
+ *    ascending stripe order, at most two at a time, so there is no deadlock.
+ *  - A move writes the fingerprint to its new bucket before clearing the old
+ *    slot, so an unvalidated reader can over-count, never miss.
+ *  - Cuckoo paths are searched without locks and executed one hop at a time
+ *    from the free end backwards; a hop whose source or target changed since
+ *    the search aborts the path (the hops already made are harmless moves)
+ *    and the search starts again.  Nothing is ever evicted: if no path
+ *    exists the answer is ADMIT_FULL and no fingerprint has moved.
+ */
+#include "config.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "cuckoo_internal.h"
+#include "stripe.h"
+
+#ifndef ADMIT_DEBUG
+#define ADMIT_DEBUG 0
+#endif
+/* Debug code is always compiled, so it cannot rot; the optimiser drops it. */
+static const bool config_debug = ADMIT_DEBUG;
+
+/* Breadth-first search bounds.  A path of 5 hops reaches 2 * 4^5 slots, far
+ * more than enough for 95 % load; the queue caps the work per search. */
+#define BFS_MAX_DEPTH 5
+#define BFS_QUEUE 1024
+/* Paths can go stale under contention; past this many in a row the filter
+ * is effectively full for this caller. */
+#define MAX_PATH_ATTEMPTS 64
+
+/* ---- stripes and statistics --------------------------------------------- */
+
+static inline struct cuckoo_stripe_stats *
+stats_of(const struct admit_cuckoo *f, uint32_t bucket)
+{
+	return &f->stats[bucket & f->stripe_mask];
+}
+
+/* For counters a writer changes while it holds the bucket's stripe: no other
+ * writer can race, so a relaxed load and store avoid a locked add. */
+static inline void
+stat_add_locked(_Atomic uint64_t *c, int64_t d)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) +
+	                      (uint64_t)d, memory_order_relaxed);
+}
+
+/* relaxed: event counters order nothing. */
+static inline void
+stat_bump(_Atomic uint64_t *c)
+{
+	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+void
+cuckoo_lock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b)
+{
+	uint32_t sa = a & f->stripe_mask, sb = b & f->stripe_mask;
+
+	if (sa > sb) {
+		uint32_t t = sa;
+		sa = sb;
+		sb = t;
+	}
+	stripe_lock(&f->seq[sa]);
+	if (sb != sa)
+		stripe_lock(&f->seq[sb]);
+}
+
+void
+cuckoo_unlock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b)
+{
+	uint32_t sa = a & f->stripe_mask, sb = b & f->stripe_mask;
+
+	if (config_debug) {
+		/* relaxed: our own odd values; we must hold both. */
+		assert(atomic_load_explicit(&f->seq[sa], memory_order_relaxed) & 1);
+		assert(atomic_load_explicit(&f->seq[sb], memory_order_relaxed) & 1);
+	}
+	if (sb != sa)
+		stripe_unlock(&f->seq[sb]);
+	stripe_unlock(&f->seq[sa]);
+}
+
+/* ---- creation ----------------------------------------------------------- */
+
+uint32_t
+cuckoo_buckets_for(uint64_t capacity)
+{
+	uint64_t m;
+
+	if (capacity == 0 || capacity > ADMIT_CUCKOO_MAX_CAPACITY)
+		return 0;
+	/* ceil(capacity / (4 * 0.95)) */
+	m = (capacity * 5 + 18) / 19;
+	return m < 2 ? 2 : (uint32_t)m;
+}
+
+static unsigned
+default_stripes(uint32_t m)
+{
+	unsigned s = 1;
+
+	while (s < CUCKOO_DEFAULT_STRIPES && s < m)
+		s <<= 1;
+	return s;
+}
+
+enum admit_status
+cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
+              bool counting, unsigned stripes, uint64_t seed,
+              struct admit_cuckoo **out)
+{
+	struct admit_cuckoo *f;
+	size_t table_bytes;
+
+	f = admit_calloc(1, sizeof(*f));
+	if (!f)
+		return ADMIT_NOMEM;
+	f->m = m;
+	f->capacity = capacity;
+	f->counting = counting;
+	f->slot_bits = fingerprint_bits;
+	f->fp_bits = counting ? 16 - COUNTER_BITS : fingerprint_bits;
+	f->fp_shift = counting ? COUNTER_BITS : 0;
+	f->seed = seed;
+	f->alt_seed = (uint32_t)(seed >> 32);
+	f->stripe_mask = stripes - 1;
+	if (fingerprint_bits == 8) {
+		f->ones = 0x01010101ull;
+		f->high = 0x80808080ull;
+		f->match_mask = 0xffffffffull;
+	} else {
+		f->ones = 0x0001000100010001ull;
+		f->high = 0x8000800080008000ull;
+		f->match_mask = counting ? 0xfff0fff0fff0fff0ull : ~0ull;
+	}
+	f->low = f->high - f->ones; /* 0x7f.. per lane */
+
+	table_bytes = (size_t)m * cuckoo_bucket_bytes(f);
+	f->seq = admit_calloc(stripes, sizeof(*f->seq));
+	f->stats = admit_table_alloc((size_t)stripes * sizeof(*f->stats));
+	if (fingerprint_bits == 8)
+		f->t32 = admit_table_alloc(table_bytes);
+	else
+		f->t64 = admit_table_alloc(table_bytes);
+	if (!f->seq || !f->stats || (!f->t32 && !f->t64)) {
+		admit_cuckoo_free(f);
+		return ADMIT_NOMEM;
+	}
+	*out = f;
+	return ADMIT_OK;
+}
+
+enum admit_status
+admit_cuckoo_new(const struct admit_cuckoo_config *cfg, struct admit_cuckoo **out)
+{
+	unsigned bits, stripes;
+	uint32_t m;
+
+	if (!cfg || !out)
+		return ADMIT_EINVAL;
+	m = cuckoo_buckets_for(cfg->capacity);
+	if (m == 0)
+		return ADMIT_EINVAL;
+	bits = cfg->fingerprint_bits ? cfg->fingerprint_bits : 16;
+	if (bits != 8 && bits != 16)
+		return ADMIT_EINVAL;
+	if (cfg->counting && bits != 16)
+		return ADMIT_EINVAL;
+	stripes = cfg->stripes ? cfg->stripes : default_stripes(m);
+	if (stripes > ADMIT_CUCKOO_MAX_STRIPES || (stripes & (stripes - 1)))
+		return ADMIT_EINVAL;
+	return cuckoo_create(cfg->capacity, m, bits, cfg->counting, stripes,
+	                     cfg->seed ? cfg->seed : admit_random_seed(), out);
+}
+
+void
+admit_cuckoo_free(struct admit_cuckoo *f)
+{
+	if (!f)
+		return;
+	admit_table_free(f->t32 ? (void *)f->t32 : (void *)f->t64,
+	                 (size_t)f->m * cuckoo_bucket_bytes(f));
+	admit_table_free(f->stats,
+	                 (size_t)(f->stripe_mask + 1) * sizeof(*f->stats));
+	admit_free(f->seq);
+	admit_free(f);
+}
+
+/* ---- lookups ------------------------------------------------------------ */
+
+/* Read both buckets as one consistent pair: no writer held or took either
+ * stripe between the two stripe reads. */
+static void
+read_pair(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
+          uint64_t *b1, uint64_t *b2)
+{
+	const _Atomic uint32_t *sa = cuckoo_stripe(f, p->i1);
+	const _Atomic uint32_t *sb = cuckoo_stripe(f, p->i2);
+
+	for (unsigned tries = 0;; tries++) {
+		uint32_t va = stripe_read_begin(sa);
+		uint32_t vb = stripe_read_begin(sb);
+
+		*b1 = bucket_load(f, p->i1);
+		*b2 = bucket_load(f, p->i2);
+		if (stripe_read_valid(sa, va) && stripe_read_valid(sb, vb))
+			return;
+		stat_bump(&stats_of(f, p->i1)->read_retries);
+		admit_backoff(tries);
+	}
+}
+
+static bool
+lookup(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
+{
+	const _Atomic uint32_t *sa = cuckoo_stripe(f, p->i1);
+	const _Atomic uint32_t *sb = cuckoo_stripe(f, p->i2);
+
+	for (unsigned tries = 0;; tries++) {
+		uint32_t va = stripe_read_begin(sa);
+		uint32_t vb = stripe_read_begin(sb);
+		uint64_t b1 = bucket_load(f, p->i1);
+		uint64_t b2 = bucket_load(f, p->i2);
+
+		if (lanes_matching(f, b1, p->fp) | lanes_matching(f, b2, p->fp))
+			return true;
+		if (stripe_read_valid(sa, va) && stripe_read_valid(sb, vb))
+			return false;
+		stat_bump(&stats_of(f, p->i1)->read_retries);
+		admit_backoff(tries);
+	}
+}
+
+static bool
+key_ok(const void *key, size_t len)
+{
+	return key || len == 0;
+}
+
+bool
+admit_cuckoo_contains(const struct admit_cuckoo *f, const void *key, size_t len)
+{
+	struct cuckoo_pos p;
+
+	if (!f || !key_ok(key, len))
+		return false;
+	cuckoo_locate(f, key, len, &p);
+	return lookup(f, &p);
+}
+
+unsigned
+admit_cuckoo_count(const struct admit_cuckoo *f, const void *key, size_t len)
+{
+	struct cuckoo_pos p;
+	uint64_t b1, b2, m1, m2;
+
+	if (!f || !key_ok(key, len))
+		return 0;
+	cuckoo_locate(f, key, len, &p);
+	read_pair(f, &p, &b1, &b2);
+	m1 = lanes_matching(f, b1, p.fp);
+	m2 = p.i2 != p.i1 ? lanes_matching(f, b2, p.fp) : 0;
+	if (f->counting) {
+		/* One entry per key: increments go to the entry found first. */
+		if (m1)
+			return (unsigned)(slot_get(f, b1, first_lane(f, m1)) & COUNTER_MAX);
+		if (m2)
+			return (unsigned)(slot_get(f, b2, first_lane(f, m2)) & COUNTER_MAX);
+		return 0;
+	}
+	return (unsigned)(__builtin_popcountll(m1) + __builtin_popcountll(m2));
+}
+
+/* Groups of this many keys are hashed and prefetched before being probed:
+ * enough to cover a ~150 ns miss with the other keys' work. */
+#define BATCH 16
+
+void
+admit_cuckoo_contains_many(const struct admit_cuckoo *f, size_t n,
+                           const void *const keys[], const size_t lens[],
+                           bool out[])
+{
+	struct cuckoo_pos pos[BATCH];
+	const char *t;
+	size_t bb;
+
+	if (!f || !keys || !lens || !out)
+		return;
+	t = f->t32 ? (const char *)f->t32 : (const char *)f->t64;
+	bb = cuckoo_bucket_bytes(f);
+	for (size_t base = 0; base < n; base += BATCH) {
+		size_t k = n - base < BATCH ? n - base : BATCH;
+
+		for (size_t j = 0; j < k; j++) {
+			if (!key_ok(keys[base + j], lens[base + j]))
+				continue;
+			cuckoo_locate(f, keys[base + j], lens[base + j], &pos[j]);
+			__builtin_prefetch(t + (size_t)pos[j].i1 * bb);
+			__builtin_prefetch(t + (size_t)pos[j].i2 * bb);
+		}
+		for (size_t j = 0; j < k; j++)
+			out[base + j] = key_ok(keys[base + j], lens[base + j]) &&
+			                lookup(f, &pos[j]);
+	}
+}
+
+/* ---- writers ------------------------------------------------------------ */
+
+enum add_op {
+	ADD_COPY,	/* membership insert: always a new fingerprint */
+	ADD_UNIQUE,	/* only if no matching fingerprint */
+	ADD_INCREMENT,	/* counting: bump the entry, or create it at 1 */
+};
+
+/*
+ * One attempt with both stripes held.  Returns ADMIT_FULL only if both
+ * buckets are full and the operation needs a new slot.
+ */
+static enum admit_status
+add_locked(struct admit_cuckoo *f, const struct cuckoo_pos *p, enum add_op op)
+{
+	/* Under the stripes no other writer changes these words; the acquire
+	 * of the stripe CAS already ordered the last writer's stores. */
+	uint64_t b[2] = { bucket_load(f, p->i1), bucket_load(f, p->i2) };
+	uint32_t idx[2] = { p->i1, p->i2 };
+	uint64_t slot = (uint64_t)p->fp << f->fp_shift | (f->counting ? 1 : 0);
+
+	if (op != ADD_COPY) {
+		for (int k = 0; k < 2; k++) {
+			uint64_t m = lanes_matching(f, b[k], p->fp);
+			unsigned s;
+			uint64_t v;
+
+			if (!m)
+				continue;
+			if (op == ADD_UNIQUE)
+				return ADMIT_EXISTS;
+			s = first_lane(f, m);
+			v = slot_get(f, b[k], s);
+			if ((v & COUNTER_MAX) < COUNTER_MAX)
+				bucket_store(f, idx[k], slot_set(f, b[k], s, v + 1));
+			return ADMIT_OK;
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		uint64_t z = lanes_zero(f, b[k]);
+
+		if (!z)
+			continue;
+		bucket_store(f, idx[k], slot_set(f, b[k], first_lane(f, z), slot));
+		stat_add_locked(&stats_of(f, idx[k])->items, 1);
+		return ADMIT_OK;
+	}
+	return ADMIT_FULL;
+}
+
+struct bfs_node {
+	uint32_t bucket;
+	int16_t parent;   /* index in the queue, -1 for a root */
+	uint8_t slot;     /* slot of the parent whose fingerprint leads here */
+	uint8_t depth;
+	uint32_t fp;      /* that fingerprint, to detect a stale hop */
+};
+
+/* A cuckoo path: hop[j] moves the fingerprint in slot[j] of bucket[j] to
+ * bucket[j + 1]; bucket[len] has a free slot. */
+struct cuckoo_path {
+	int len;
+	uint32_t bucket[BFS_MAX_DEPTH + 2];
+	uint8_t slot[BFS_MAX_DEPTH + 1];
+	uint32_t fp[BFS_MAX_DEPTH + 1];
+};
+
+/*
+ * Breadth-first search, without locks, for the shortest chain of moves that
+ * frees a slot in one of the key's buckets.  Reads may be stale; the
+ * execution re-checks every hop under its stripes.
+ */
+static bool
+find_path(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
+          struct cuckoo_path *path)
+{
+	struct bfs_node q[BFS_QUEUE];
+	int head = 0, tail = 0;
+
+	q[tail++] = (struct bfs_node){ p->i1, -1, 0, 0, 0 };
+	if (p->i2 != p->i1)
+		q[tail++] = (struct bfs_node){ p->i2, -1, 0, 0, 0 };
+
+	while (head < tail) {
+		int cur = head++;
+		uint64_t b = bucket_load(f, q[cur].bucket);
+
+		for (unsigned s = 0; s < CUCKOO_SLOTS; s++) {
+			uint64_t v = slot_get(f, b, s);
+			uint32_t fp, next;
+			int n;
+
+			if (v == 0)
+				continue; /* freed since: the caller's retry sees it */
+			fp = slot_fp(f, v);
+			next = cuckoo_alt(f, q[cur].bucket, fp);
+			if (next == q[cur].bucket)
+				continue;
+			if (lanes_zero(f, bucket_load(f, next))) {
+				/* Unwind: the hops from a root to cur, then cur -> next. */
+				int depth = q[cur].depth;
+
+				path->len = depth + 1;
+				path->bucket[depth + 1] = next;
+				path->bucket[depth] = q[cur].bucket;
+				path->slot[depth] = (uint8_t)s;
+				path->fp[depth] = fp;
+				for (int j = cur; q[j].parent >= 0; j = q[j].parent) {
+					int d = q[j].depth - 1;
+
+					path->bucket[d] = q[q[j].parent].bucket;
+					path->slot[d] = q[j].slot;
+					path->fp[d] = q[j].fp;
+				}
+				return true;
+			}
+			if (q[cur].depth + 1 >= BFS_MAX_DEPTH || tail == BFS_QUEUE)
+				continue;
+			n = tail++;
+			q[n] = (struct bfs_node){ next, (int16_t)cur, (uint8_t)s,
+			                          (uint8_t)(q[cur].depth + 1), fp };
+		}
+	}
+	return false;
+}
+
+/* Make one hop under its two stripes.  False if the search's view of it is
+ * stale: the source slot no longer holds that fingerprint, or the target has
+ * no free slot. */
+static bool
+move_one(struct admit_cuckoo *f, uint32_t from, unsigned s, uint32_t fp,
+         uint32_t to)
+{
+	uint64_t bf, bt, v, z;
+	bool ok = false;
+
+	cuckoo_lock_two(f, from, to);
+	bf = bucket_load(f, from);
+	bt = bucket_load(f, to);
+	v = slot_get(f, bf, s);
+	z = lanes_zero(f, bt);
+	if (v != 0 && slot_fp(f, v) == fp && z) {
+		/* New home first: a reader must find it in one of the two. */
+		bucket_store(f, to, slot_set(f, bt, first_lane(f, z), v));
+		bucket_store(f, from, slot_set(f, bf, s, 0));
+		stat_add_locked(&stats_of(f, to)->items, 1);
+		stat_add_locked(&stats_of(f, from)->items, -1);
+		stat_add_locked(&stats_of(f, from)->kicks, 1);
+		ok = true;
+	}
+	cuckoo_unlock_two(f, from, to);
+	return ok;
+}
+
+static bool
+run_path(struct admit_cuckoo *f, const struct cuckoo_path *path)
+{
+	for (int j = path->len - 1; j >= 0; j--)
+		if (!move_one(f, path->bucket[j], path->slot[j], path->fp[j],
+		              path->bucket[j + 1]))
+			return false;
+	return true;
+}
+
+static enum admit_status
+add(struct admit_cuckoo *f, const struct cuckoo_pos *p, enum add_op op)
+{
+	for (unsigned attempt = 0; attempt < MAX_PATH_ATTEMPTS; attempt++) {
+		struct cuckoo_path path;
+		enum admit_status st;
+
+		cuckoo_lock_two(f, p->i1, p->i2);
+		st = add_locked(f, p, op);
+		cuckoo_unlock_two(f, p->i1, p->i2);
+		if (st != ADMIT_FULL)
+			return st;
+		if (!find_path(f, p, &path))
+			break;
+		if (!run_path(f, &path))
+			stat_bump(&stats_of(f, p->i1)->path_retries);
+	}
+	stat_bump(&stats_of(f, p->i1)->full);
+	return ADMIT_FULL;
+}
+
+static enum admit_status
+add_key(struct admit_cuckoo *f, const void *key, size_t len, enum add_op op)
+{
+	struct cuckoo_pos p;
+
+	if (!f || !key_ok(key, len))
+		return ADMIT_EINVAL;
+	if (op == ADD_COPY && f->counting)
+		op = ADD_INCREMENT;
+	if (op == ADD_INCREMENT && !f->counting)
+		return ADMIT_EINVAL;
+	cuckoo_locate(f, key, len, &p);
+	return add(f, &p, op);
+}
+
+enum admit_status
+admit_cuckoo_insert(struct admit_cuckoo *f, const void *key, size_t len)
+{
+	return add_key(f, key, len, ADD_COPY);
+}
+
+enum admit_status
+admit_cuckoo_insert_unique(struct admit_cuckoo *f, const void *key, size_t len)
+{
+	return add_key(f, key, len, ADD_UNIQUE);
+}
+
+enum admit_status
+admit_cuckoo_increment(struct admit_cuckoo *f, const void *key, size_t len)
+{
+	return add_key(f, key, len, ADD_INCREMENT);
+}
+
+enum admit_status
+admit_cuckoo_delete(struct admit_cuckoo *f, const void *key, size_t len)
+{
+	struct cuckoo_pos p;
+	enum admit_status st = ADMIT_NOTFOUND;
+
+	if (!f || !key_ok(key, len))
+		return ADMIT_EINVAL;
+	cuckoo_locate(f, key, len, &p);
+	cuckoo_lock_two(f, p.i1, p.i2);
+	for (int k = 0; k < 2; k++) {
+		uint32_t i = k ? p.i2 : p.i1;
+		uint64_t b = bucket_load(f, i);
+		uint64_t m = lanes_matching(f, b, p.fp);
+		unsigned s;
+		uint64_t v;
+
+		if (!m)
+			continue;
+		s = first_lane(f, m);
+		v = slot_get(f, b, s);
+		v = f->counting && (v & COUNTER_MAX) > 1 ? v - 1 : 0;
+		bucket_store(f, i, slot_set(f, b, s, v));
+		if (v == 0)
+			stat_add_locked(&stats_of(f, i)->items, -1);
+		st = ADMIT_OK;
+		break;
+	}
+	cuckoo_unlock_two(f, p.i1, p.i2);
+	return st;
+}
+
+static uint64_t
+halve_bucket(const struct admit_cuckoo *f, uint64_t b, unsigned *emptied)
+{
+	for (unsigned s = 0; s < CUCKOO_SLOTS; s++) {
+		uint64_t v = slot_get(f, b, s);
+		uint64_t c = (v & COUNTER_MAX) >> 1;
+
+		if (v == 0)
+			continue;
+		if (c == 0)
+			++*emptied;
+		b = slot_set(f, b, s, c ? (v & ~(uint64_t)COUNTER_MAX) | c : 0);
+	}
+	return b;
+}
+
+enum admit_status
+admit_cuckoo_halve(struct admit_cuckoo *f)
+{
+	if (!f || !f->counting)
+		return ADMIT_EINVAL;
+	for (uint32_t i = 0; i < f->m; i++) {
+		_Atomic uint32_t *s = cuckoo_stripe(f, i);
+		unsigned emptied = 0;
+		uint64_t b;
+
+		/* An empty bucket needs no lock; an entry that lands in it after
+		 * this read simply misses this round of aging. */
+		if (bucket_load(f, i) == 0)
+			continue;
+		stripe_lock(s);
+		b = bucket_load(f, i);
+		bucket_store(f, i, halve_bucket(f, b, &emptied));
+		stat_add_locked(&stats_of(f, i)->items, -(int64_t)emptied);
+		stripe_unlock(s);
+	}
+	return ADMIT_OK;
+}
+
+/* ---- accounting --------------------------------------------------------- */
+
+uint64_t
+admit_cuckoo_size(const struct admit_cuckoo *f)
+{
+	uint64_t n = 0;
+
+	if (!f)
+		return 0;
+	for (uint32_t s = 0; s <= f->stripe_mask; s++)
+		n += atomic_load_explicit(&f->stats[s].items, memory_order_relaxed);
+	return n;
+}
+
+uint64_t
+admit_cuckoo_slots(const struct admit_cuckoo *f)
+{
+	return f ? (uint64_t)f->m * CUCKOO_SLOTS : 0;
+}
+
+size_t
+admit_cuckoo_memory(const struct admit_cuckoo *f)
+{
+	return f ? (size_t)f->m * cuckoo_bucket_bytes(f) : 0;
+}
+
+enum admit_status
+admit_cuckoo_stats(const struct admit_cuckoo *f, struct admit_cuckoo_stats *out)
+{
+	if (!f || !out)
+		return ADMIT_EINVAL;
+	memset(out, 0, sizeof(*out));
+	/* relaxed: statistics, read one counter at a time. */
+	for (uint32_t s = 0; s <= f->stripe_mask; s++) {
+		const struct cuckoo_stripe_stats *st = &f->stats[s];
+
+		out->items += atomic_load_explicit(&st->items, memory_order_relaxed);
+		out->kicks += atomic_load_explicit(&st->kicks, memory_order_relaxed);
+		out->path_retries += atomic_load_explicit(&st->path_retries,
+		                                          memory_order_relaxed);
+		out->read_retries += atomic_load_explicit(&st->read_retries,
+		                                          memory_order_relaxed);
+		out->full += atomic_load_explicit(&st->full, memory_order_relaxed);
+	}
+	return ADMIT_OK;
+}

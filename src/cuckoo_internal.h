@@ -1,0 +1,185 @@
+/*
+ * cuckoo_internal.h - the cuckoo filter's layout, shared by cuckoo.c (the
+ * concurrent operations) and cuckoo_snapshot.c (save and load).
+ *
+ * A bucket is one atomic word of 4 slots: uint32_t for 8-bit fingerprints,
+ * uint64_t for 16-bit ones.  Every slot access is a whole-word atomic load or
+ * store, and searching a bucket is SWAR arithmetic on that word.  A slot
+ * value of 0 is an empty slot; fingerprints are never 0.  In counting mode a
+ * 16-bit slot is (fingerprint << 4) | counter, with counter >= 1.
+ */
+#ifndef ADMIT_CUCKOO_INTERNAL_H
+#define ADMIT_CUCKOO_INTERNAL_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <admit/cuckoo.h>
+
+#include "hash.h"
+
+#define ADMIT_CACHELINE 64
+#define CUCKOO_SLOTS 4
+#define CUCKOO_DEFAULT_STRIPES 4096u
+#define COUNTER_BITS 4
+#define COUNTER_MAX 15u
+
+/* Counters a writer updates under its stripe (items, kicks) or with a
+ * relaxed fetch_add (the rest).  Padded so that two stripes' writers do not
+ * share a line. */
+struct cuckoo_stripe_stats {
+	alignas(ADMIT_CACHELINE) _Atomic uint64_t items;
+	_Atomic uint64_t kicks;
+	_Atomic uint64_t path_retries;
+	_Atomic uint64_t read_retries;
+	_Atomic uint64_t full;
+};
+
+struct admit_cuckoo {
+	/* Exactly one of t32 / t64 is the table, by slot_bits. */
+	_Atomic uint32_t *t32;
+	_Atomic uint64_t *t64;
+	uint32_t m;               /* buckets, >= 2 */
+	uint32_t stripe_mask;     /* stripes - 1 */
+	unsigned slot_bits;       /* 8 or 16 */
+	unsigned fp_bits;         /* 8, 16, or 12 in counting mode */
+	unsigned fp_shift;        /* 4 in counting mode (counter below), else 0 */
+	bool counting;
+	uint64_t capacity;
+	uint64_t seed;
+	uint32_t alt_seed;        /* mixed into the alternate-bucket hash */
+
+	/* SWAR constants for slot_bits: lane ones, lane high bits, the lanes'
+	 * low bits, and the mask of the bits that identify a key. */
+	uint64_t ones, high, low, match_mask;
+
+	/* Dense, so the stripe words a reader checks stay in L1/L2;
+	 * writers of neighbouring stripes sharing a line is the lesser cost. */
+	_Atomic uint32_t *seq;
+	struct cuckoo_stripe_stats *stats;
+};
+
+/* Where a key lives: its two buckets and its fingerprint. */
+struct cuckoo_pos {
+	uint32_t i1, i2;
+	uint32_t fp;
+};
+
+/* Allocate a filter of m buckets with the given parameters (already
+ * validated).  Used by admit_cuckoo_new() and admit_cuckoo_load(). */
+enum admit_status cuckoo_create(uint64_t capacity, uint32_t m,
+                                unsigned fingerprint_bits, bool counting,
+                                unsigned stripes, uint64_t seed,
+                                struct admit_cuckoo **out);
+
+/* The bucket count for a capacity at 95 % load; 0 if it does not fit. */
+uint32_t cuckoo_buckets_for(uint64_t capacity);
+
+static inline size_t
+cuckoo_bucket_bytes(const struct admit_cuckoo *f)
+{
+	return f->slot_bits / 2; /* 4 slots of slot_bits bits */
+}
+
+/* acquire: pairs with the release in bucket_store(), so a reader that sees
+ * a word sees the odd stripe before it (see stripe.h). */
+static inline uint64_t
+bucket_load(const struct admit_cuckoo *f, uint32_t i)
+{
+	if (f->t32)
+		return atomic_load_explicit(&f->t32[i], memory_order_acquire);
+	return atomic_load_explicit(&f->t64[i], memory_order_acquire);
+}
+
+/* release: orders the writer's odd stripe before the new word. */
+static inline void
+bucket_store(struct admit_cuckoo *f, uint32_t i, uint64_t v)
+{
+	if (f->t32)
+		atomic_store_explicit(&f->t32[i], (uint32_t)v, memory_order_release);
+	else
+		atomic_store_explicit(&f->t64[i], v, memory_order_release);
+}
+
+static inline uint64_t
+slot_get(const struct admit_cuckoo *f, uint64_t bucket, unsigned s)
+{
+	unsigned w = f->slot_bits;
+
+	return (bucket >> (s * w)) & ((1ull << w) - 1);
+}
+
+static inline uint64_t
+slot_set(const struct admit_cuckoo *f, uint64_t bucket, unsigned s, uint64_t v)
+{
+	unsigned w = f->slot_bits;
+	uint64_t mask = ((1ull << w) - 1) << (s * w);
+
+	return (bucket & ~mask) | (v << (s * w));
+}
+
+/* One bit (the lane's high bit) per slot equal to 0: exact, no borrow can
+ * cross lanes because each lane's add stays below its high bit. */
+static inline uint64_t
+lanes_zero(const struct admit_cuckoo *f, uint64_t x)
+{
+	uint64_t t = ((x & f->low) + f->low) | x;
+
+	return ~t & f->high;
+}
+
+static inline uint64_t
+lanes_matching(const struct admit_cuckoo *f, uint64_t bucket, uint32_t fp)
+{
+	return lanes_zero(f, (bucket & f->match_mask) ^
+	                     ((uint64_t)fp << f->fp_shift) * f->ones);
+}
+
+static inline unsigned
+first_lane(const struct admit_cuckoo *f, uint64_t lanes)
+{
+	return (unsigned)__builtin_ctzll(lanes) / f->slot_bits;
+}
+
+static inline uint32_t
+slot_fp(const struct admit_cuckoo *f, uint64_t slot)
+{
+	return (uint32_t)(slot >> f->fp_shift);
+}
+
+/* alt(i) = (t - i) mod m with t from the fingerprint alone: an involution for
+ * any m, so the bucket count need not be a power of two. */
+static inline uint32_t
+cuckoo_alt(const struct admit_cuckoo *f, uint32_t i, uint32_t fp)
+{
+	uint32_t t = admit_fastrange32(admit_mix32(fp ^ f->alt_seed), f->m);
+
+	return t >= i ? t - i : t + (f->m - i);
+}
+
+static inline void
+cuckoo_locate(const struct admit_cuckoo *f, const void *key, size_t len,
+              struct cuckoo_pos *p)
+{
+	uint64_t h = admit_hash(key, len, f->seed);
+	uint32_t fp = (uint32_t)(h >> (64 - f->fp_bits));
+
+	p->fp = fp ? fp : 1;
+	p->i1 = admit_fastrange32((uint32_t)h, f->m);
+	p->i2 = cuckoo_alt(f, p->i1, p->fp);
+}
+
+static inline _Atomic uint32_t *
+cuckoo_stripe(const struct admit_cuckoo *f, uint32_t bucket)
+{
+	return &f->seq[bucket & f->stripe_mask];
+}
+
+/* Take the stripes of two buckets: always the lower index first (the global
+ * lock order), and a shared stripe only once. */
+void cuckoo_lock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b);
+void cuckoo_unlock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b);
+
+#endif /* ADMIT_CUCKOO_INTERNAL_H */

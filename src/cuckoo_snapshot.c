@@ -1,0 +1,289 @@
+/*
+ * cuckoo_snapshot.c - save a filter to a file and load it back.
+ *
+ * Format, all integers little-endian:
+ *
+ *   0  magic "ADMITCKF"
+ *   8  u32 format version (1)
+ *  12  u32 flags (bit 0: counting mode; other bits must be 0)
+ *  16  u32 fingerprint (slot) bits, 8 or 16
+ *  20  u32 stripes
+ *  24  u64 capacity
+ *  32  u64 buckets (must equal what the capacity gives)
+ *  40  u64 seed
+ *  48  u64 items
+ *  56  buckets x (slot bits / 2) bytes: the table, each bucket a u32 or u64
+ *  end u64 XXH3-64 of every byte before it
+ *
+ * Loading trusts nothing: the size is checked against the parameters before
+ * anything is allocated, and every slot is checked against the mode.
+ */
+#include "config.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "cuckoo_internal.h"
+#include "stripe.h"
+
+#define SNAP_MAGIC "ADMITCKF"
+#define SNAP_VERSION 1u
+#define SNAP_HEADER 56
+#define SNAP_FLAG_COUNTING 1u
+
+static void
+put32(unsigned char *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+
+static void
+put64(unsigned char *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+
+static uint32_t
+get32(const unsigned char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+
+static uint64_t
+get64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+static void
+lock_all(struct admit_cuckoo *f)
+{
+	/* Ascending order, like every other writer. */
+	for (uint32_t s = 0; s <= f->stripe_mask; s++)
+		stripe_lock(&f->seq[s]);
+}
+
+static void
+unlock_all(struct admit_cuckoo *f)
+{
+	for (uint32_t s = f->stripe_mask + 1; s-- > 0;)
+		stripe_unlock(&f->seq[s]);
+}
+
+static bool
+write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		p += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+enum admit_status
+admit_cuckoo_save(const struct admit_cuckoo *cf, const char *path)
+{
+	/* Saving changes no slot, but it holds the stripes like a writer. */
+	struct admit_cuckoo *f = (struct admit_cuckoo *)cf;
+	size_t bb, body, len;
+	unsigned char *buf, *t, sum[8];
+	uint64_t items = 0;
+	char *tmp = NULL;
+	enum admit_status st = ADMIT_EIO;
+	bool created = false;
+	int fd = -1;
+
+	if (!f || !path)
+		return ADMIT_EINVAL;
+	bb = cuckoo_bucket_bytes(f);
+	body = (size_t)f->m * bb;
+	len = SNAP_HEADER + body;
+	buf = admit_malloc(len);
+	tmp = admit_malloc(strlen(path) + sizeof(".tmp.XXXXXX"));
+	if (!buf || !tmp) {
+		st = ADMIT_NOMEM;
+		goto out;
+	}
+
+	/* Every stripe held: no fingerprint is in flight between buckets, so
+	 * the copy is one instant of the table. */
+	lock_all(f);
+	t = buf + SNAP_HEADER;
+	for (uint32_t i = 0; i < f->m; i++) {
+		if (bb == 4)
+			put32(t + (size_t)i * 4, (uint32_t)bucket_load(f, i));
+		else
+			put64(t + (size_t)i * 8, bucket_load(f, i));
+	}
+	for (uint32_t s = 0; s <= f->stripe_mask; s++)
+		items += atomic_load_explicit(&f->stats[s].items,
+		                              memory_order_relaxed);
+	unlock_all(f);
+
+	memcpy(buf, SNAP_MAGIC, 8);
+	put32(buf + 8, SNAP_VERSION);
+	put32(buf + 12, f->counting ? SNAP_FLAG_COUNTING : 0);
+	put32(buf + 16, f->slot_bits);
+	put32(buf + 20, f->stripe_mask + 1);
+	put64(buf + 24, f->capacity);
+	put64(buf + 32, f->m);
+	put64(buf + 40, f->seed);
+	put64(buf + 48, items);
+	put64(sum, XXH3_64bits(buf, len));
+
+	/* Temporary file and rename: a crash leaves the old snapshot or the
+	 * new one under path, never a torn one. */
+	strcpy(tmp, path);
+	strcat(tmp, ".tmp.XXXXXX");
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		goto out;
+	created = true;
+	if (!write_all(fd, buf, len) || !write_all(fd, sum, 8) || fsync(fd) != 0)
+		goto out;
+	if (close(fd) != 0) {
+		fd = -1;
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path) != 0)
+		goto out;
+	st = ADMIT_OK;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (st != ADMIT_OK && created)
+		(void)unlink(tmp);
+	admit_free(tmp);
+	admit_free(buf);
+	return st;
+}
+
+static bool
+read_all(FILE *fp, void *buf, size_t n)
+{
+	return fread(buf, 1, n, fp) == n;
+}
+
+/* Every slot must be empty or a valid entry for the mode.  Also rebuilds the
+ * per-stripe item counts. */
+static bool
+check_bucket(struct admit_cuckoo *f, uint32_t i, uint64_t b)
+{
+	unsigned n = 0;
+
+	for (unsigned s = 0; s < CUCKOO_SLOTS; s++) {
+		uint64_t v = slot_get(f, b, s);
+
+		if (v == 0)
+			continue;
+		if (f->counting && ((v & COUNTER_MAX) == 0 || slot_fp(f, v) == 0))
+			return false;
+		n++;
+	}
+	atomic_store_explicit(&f->stats[i & f->stripe_mask].items,
+	                      atomic_load_explicit(&f->stats[i & f->stripe_mask].items,
+	                                           memory_order_relaxed) + n,
+	                      memory_order_relaxed);
+	return true;
+}
+
+enum admit_status
+admit_cuckoo_load(const char *path, struct admit_cuckoo **out)
+{
+	unsigned char hdr[SNAP_HEADER], chunk[8192], sum[8];
+	struct admit_cuckoo *f = NULL;
+	XXH3_state_t xs;
+	struct stat sb;
+	enum admit_status st = ADMIT_ECORRUPT;
+	uint32_t flags, bits, stripes;
+	uint64_t capacity, m, items, total;
+	size_t bb;
+	FILE *fp;
+
+	if (!path || !out)
+		return ADMIT_EINVAL;
+	fp = fopen(path, "rb");
+	if (!fp)
+		return ADMIT_EIO;
+	if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		st = ADMIT_EIO;
+		goto out;
+	}
+	if (!read_all(fp, hdr, sizeof(hdr)) || memcmp(hdr, SNAP_MAGIC, 8) != 0 ||
+	    get32(hdr + 8) != SNAP_VERSION)
+		goto out;
+	flags = get32(hdr + 12);
+	bits = get32(hdr + 16);
+	stripes = get32(hdr + 20);
+	capacity = get64(hdr + 24);
+	m = get64(hdr + 32);
+	items = get64(hdr + 48);
+	if ((flags & ~SNAP_FLAG_COUNTING) || (bits != 8 && bits != 16) ||
+	    ((flags & SNAP_FLAG_COUNTING) && bits != 16) ||
+	    stripes == 0 || stripes > ADMIT_CUCKOO_MAX_STRIPES ||
+	    (stripes & (stripes - 1)) || m != cuckoo_buckets_for(capacity))
+		goto out;
+	bb = bits / 2;
+	total = SNAP_HEADER + m * bb + 8;
+	if ((uint64_t)sb.st_size != total)
+		goto out;
+
+	st = cuckoo_create(capacity, (uint32_t)m, bits,
+	                   flags & SNAP_FLAG_COUNTING, stripes, get64(hdr + 40), &f);
+	if (st != ADMIT_OK)
+		goto out;
+	st = ADMIT_ECORRUPT;
+
+	XXH3_64bits_reset(&xs);
+	XXH3_64bits_update(&xs, hdr, sizeof(hdr));
+	for (uint64_t i = 0; i < m;) {
+		size_t n = sizeof(chunk) / bb;
+
+		if (n > m - i)
+			n = (size_t)(m - i);
+		if (!read_all(fp, chunk, n * bb))
+			goto out;
+		XXH3_64bits_update(&xs, chunk, n * bb);
+		for (size_t j = 0; j < n; j++, i++) {
+			uint64_t b = bb == 4 ? get32(chunk + j * 4) : get64(chunk + j * 8);
+
+			if (!check_bucket(f, (uint32_t)i, b))
+				goto out;
+			/* Not yet shared: release is stronger than needed, and free. */
+			bucket_store(f, (uint32_t)i, b);
+		}
+	}
+	if (!read_all(fp, sum, 8) || get64(sum) != XXH3_64bits_digest(&xs) ||
+	    admit_cuckoo_size(f) != items)
+		goto out;
+	*out = f;
+	f = NULL;
+	st = ADMIT_OK;
+out:
+	admit_cuckoo_free(f);
+	fclose(fp);
+	return st;
+}
