@@ -1,0 +1,463 @@
+/*
+ * Unit tests for admit_cuckoo: single-threaded behaviour, bounds and bad
+ * input.  Seeds are fixed, so every run sees the same tables.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <admit/admit.h>
+
+#include "testutil.h"
+
+#define SEED 0x5eed5eed1234ull
+
+/* Fingerprint widths swept by the loop tests: 8, 16, and counting mode. */
+static const struct {
+	unsigned bits;
+	bool counting;
+} modes[] = { { 8, false }, { 16, false }, { 16, true } };
+
+static struct admit_cuckoo *
+make(uint64_t capacity, unsigned bits, bool counting)
+{
+	struct admit_cuckoo_config cfg = {
+		.capacity = capacity, .fingerprint_bits = bits,
+		.counting = counting, .seed = SEED,
+	};
+	struct admit_cuckoo *f = NULL;
+
+	ck_assert_int_eq(admit_cuckoo_new(&cfg, &f), ADMIT_OK);
+	ck_assert_ptr_nonnull(f);
+	return f;
+}
+
+START_TEST(test_strerror)
+{
+	for (int s = ADMIT_OK; s <= ADMIT_EIO; s++) {
+		const char *m = admit_strerror((enum admit_status)s);
+
+		ck_assert_ptr_nonnull(m);
+		ck_assert_str_ne(m, "unknown admit status");
+		for (int t = ADMIT_OK; t < s; t++)
+			ck_assert_str_ne(m, admit_strerror((enum admit_status)t));
+	}
+	ck_assert_str_eq(admit_strerror((enum admit_status)1234),
+	                 "unknown admit status");
+}
+END_TEST
+
+START_TEST(test_bad_config)
+{
+	struct admit_cuckoo *f = (struct admit_cuckoo *)0x1;
+	struct admit_cuckoo_config cfg = { .capacity = 100 };
+	const struct admit_cuckoo_config bad[] = {
+		{ .capacity = 0 },
+		{ .capacity = ADMIT_CUCKOO_MAX_CAPACITY + 1 },
+		{ .capacity = UINT64_MAX },
+		{ .capacity = 100, .fingerprint_bits = 7 },
+		{ .capacity = 100, .fingerprint_bits = 12 },
+		{ .capacity = 100, .fingerprint_bits = 32 },
+		{ .capacity = 100, .fingerprint_bits = 8, .counting = true },
+		{ .capacity = 100, .stripes = 3 },
+		{ .capacity = 100, .stripes = 4097 },
+		{ .capacity = 100, .stripes = ADMIT_CUCKOO_MAX_STRIPES * 2 },
+	};
+
+	ck_assert_int_eq(admit_cuckoo_new(NULL, &f), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_new(&cfg, NULL), ADMIT_EINVAL);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(admit_cuckoo_new(&bad[i], &f), ADMIT_EINVAL);
+		ck_assert_ptr_eq(f, (struct admit_cuckoo *)0x1); /* untouched */
+	}
+	cfg.stripes = 1;
+	ck_assert_int_eq(admit_cuckoo_new(&cfg, &f), ADMIT_OK);
+	admit_cuckoo_free(f);
+	cfg.stripes = ADMIT_CUCKOO_MAX_STRIPES;
+	ck_assert_int_eq(admit_cuckoo_new(&cfg, &f), ADMIT_OK);
+	admit_cuckoo_free(f);
+}
+END_TEST
+
+START_TEST(test_bad_arguments)
+{
+	struct admit_cuckoo *f = make(100, 16, false);
+	struct admit_cuckoo_stats st;
+	const void *keys[2] = { "a", NULL };
+	size_t lens[2] = { 1, 5 };
+	bool out[2] = { true, true };
+
+	ck_assert_int_eq(admit_cuckoo_insert(NULL, "a", 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_insert(f, NULL, 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_insert_unique(NULL, "a", 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_insert_unique(f, NULL, 3), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_delete(NULL, "a", 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_delete(f, NULL, 2), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_increment(NULL, "a", 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_increment(f, "a", 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_halve(NULL), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_halve(f), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_stats(NULL, &st), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_stats(f, NULL), ADMIT_EINVAL);
+	ck_assert(!admit_cuckoo_contains(NULL, "a", 1));
+	ck_assert(!admit_cuckoo_contains(f, NULL, 1));
+	ck_assert_uint_eq(admit_cuckoo_count(NULL, "a", 1), 0);
+	ck_assert_uint_eq(admit_cuckoo_count(f, NULL, 1), 0);
+	ck_assert_uint_eq(admit_cuckoo_size(NULL), 0);
+	ck_assert_uint_eq(admit_cuckoo_slots(NULL), 0);
+	ck_assert_uint_eq(admit_cuckoo_memory(NULL), 0);
+	admit_cuckoo_contains_many(NULL, 2, keys, lens, out);
+	admit_cuckoo_contains_many(f, 2, NULL, lens, out);
+	admit_cuckoo_contains_many(f, 2, keys, NULL, out);
+	admit_cuckoo_contains_many(f, 2, keys, lens, NULL);
+	ck_assert(out[0] && out[1]); /* nothing written */
+
+	ck_assert_int_eq(admit_cuckoo_insert(f, "a", 1), ADMIT_OK);
+	admit_cuckoo_contains_many(f, 2, keys, lens, out);
+	ck_assert(out[0]);
+	ck_assert(!out[1]); /* NULL key of length 5 */
+	ck_assert_uint_eq(admit_cuckoo_size(f), 1);
+	admit_cuckoo_free(f);
+	admit_cuckoo_free(NULL);
+}
+END_TEST
+
+START_TEST(test_round_trip)
+{
+	struct admit_cuckoo *f = make(1000, modes[_i].bits, modes[_i].counting);
+	const char *k = "hello, admit";
+
+	ck_assert(!admit_cuckoo_contains(f, k, strlen(k)));
+	ck_assert_int_eq(admit_cuckoo_delete(f, k, strlen(k)), ADMIT_NOTFOUND);
+	ck_assert_int_eq(admit_cuckoo_insert(f, k, strlen(k)), ADMIT_OK);
+	ck_assert(admit_cuckoo_contains(f, k, strlen(k)));
+	ck_assert_uint_eq(admit_cuckoo_count(f, k, strlen(k)), 1);
+	ck_assert_uint_eq(admit_cuckoo_size(f), 1);
+	ck_assert_int_eq(admit_cuckoo_delete(f, k, strlen(k)), ADMIT_OK);
+	ck_assert(!admit_cuckoo_contains(f, k, strlen(k)));
+	ck_assert_uint_eq(admit_cuckoo_size(f), 0);
+	ck_assert_int_eq(admit_cuckoo_delete(f, k, strlen(k)), ADMIT_NOTFOUND);
+	admit_cuckoo_free(f);
+}
+END_TEST
+
+START_TEST(test_zero_length_key)
+{
+	struct admit_cuckoo *f = make(10, modes[_i].bits, modes[_i].counting);
+
+	ck_assert(!admit_cuckoo_contains(f, NULL, 0));
+	ck_assert_int_eq(admit_cuckoo_insert_unique(f, "", 0), ADMIT_OK);
+	ck_assert(admit_cuckoo_contains(f, NULL, 0));
+	ck_assert(admit_cuckoo_contains(f, "x", 0));
+	ck_assert_int_eq(admit_cuckoo_insert_unique(f, NULL, 0), ADMIT_EXISTS);
+	ck_assert_int_eq(admit_cuckoo_delete(f, NULL, 0), ADMIT_OK);
+	ck_assert(!admit_cuckoo_contains(f, "", 0));
+	admit_cuckoo_free(f);
+}
+END_TEST
+
+/* Capacities that are not powers of two, tiny and prime among them: the
+ * filter takes exactly as many buckets as 95 % load needs, and holds them. */
+static const uint64_t capacities[] = { 1, 2, 3, 7, 100, 1000003 };
+
+START_TEST(test_capacities)
+{
+	uint64_t n = capacities[_i];
+	struct admit_cuckoo *f = make(n, 16, false);
+	uint64_t slots = admit_cuckoo_slots(f);
+	struct tally ins = TALLY_INIT, look = TALLY_INIT;
+
+	ck_assert_uint_ge(slots, n);
+	/* Not rounded up to a power of two: at most one bucket over 95 %. */
+	ck_assert_uint_le(slots, n < 8 ? 8 : (uint64_t)ceil(n / 0.95) + 4);
+	ck_assert_uint_eq(admit_cuckoo_memory(f), slots * 2);
+	for (uint64_t i = 0; i < n; i++)
+		tally(&ins, admit_cuckoo_insert(f, KEY(i)) == ADMIT_OK, i);
+	for (uint64_t i = 0; i < n; i++)
+		tally(&look, admit_cuckoo_contains(f, KEY(i)), i);
+	ck_assert_tally(ins, "insert");
+	ck_assert_tally(look, "lookup");
+	ck_assert_uint_eq(admit_cuckoo_size(f), n);
+	admit_cuckoo_free(f);
+}
+END_TEST
+
+/* Fill to the configured capacity; every key stays findable. */
+START_TEST(test_no_false_negatives)
+{
+	const uint64_t n = 1000000;
+	struct admit_cuckoo *f = make(n, modes[_i].bits, modes[_i].counting);
+	struct tally ins = TALLY_INIT, look = TALLY_INIT;
+
+	for (uint64_t i = 0; i < n; i++)
+		tally(&ins, admit_cuckoo_insert(f, KEY(i)) == ADMIT_OK, i);
+	for (uint64_t i = 0; i < n; i++)
+		tally(&look, admit_cuckoo_contains(f, KEY(i)), i);
+	ck_assert_tally(ins, "insert");
+	ck_assert_tally(look, "false negatives");
+	/* Counting mode merges colliding keys into one entry. */
+	if (modes[_i].counting)
+		ck_assert_uint_ge(admit_cuckoo_size(f), n - n / 1000);
+	else
+		ck_assert_uint_eq(admit_cuckoo_size(f), n);
+	admit_cuckoo_free(f);
+}
+END_TEST
+
+/*
+ * A filter made for n items takes all n and reaches 95 % occupancy before
+ * its first ADMIT_FULL; the failed insert leaves it exactly as it was.
+ */
+START_TEST(test_load_factor)
+{
+	static const uint64_t sizes[] = { 1000, 100000, 1000000 };
+	const uint64_t n = sizes[_i];
+	struct admit_cuckoo *f = make(n, 16, false);
+	struct admit_cuckoo_stats st;
+	struct tally look = TALLY_INIT;
+	uint64_t i, size;
+	double load;
+
+	for (i = 0; admit_cuckoo_insert(f, KEY(i)) == ADMIT_OK; i++)
+		;
+	load = (double)i / (double)admit_cuckoo_slots(f);
+	fprintf(stderr, "capacity %llu: first ADMIT_FULL after %llu items, "
+	        "load %.4f\n", (unsigned long long)n, (unsigned long long)i, load);
+	ck_assert_uint_ge(i, n);
+	ck_assert_double_ge(load, 0.95);
+
+	size = admit_cuckoo_size(f);
+	ck_assert_uint_eq(size, i);
+	/* A failed insert changes nothing, so it fails again, every time. */
+	for (int r = 0; r < 100; r++)
+		ck_assert_int_eq(admit_cuckoo_insert(f, KEY(i)), ADMIT_FULL);
+	ck_assert_uint_eq(admit_cuckoo_size(f), size);
+	for (uint64_t j = 0; j < i; j++)
+		tally(&look, admit_cuckoo_contains(f, KEY(j)), j);
+	ck_assert_tally(look, "false negatives");
+	ck_assert_int_eq(admit_cuckoo_stats(f, &st), ADMIT_OK);
+	ck_assert_uint_eq(st.items, size);
+	ck_assert_uint_gt(st.kicks, 0);
+	ck_assert_uint_ge(st.full, 101);
+	admit_cuckoo_free(f);
+}
+END_TEST
+
+/* A key can be stored 2 x 4 times; the ninth copy finds no room. */
+START_TEST(test_duplicates)
+{
+	for (uint64_t k = 0; k < 20; k++) {
+		struct admit_cuckoo *f = make(1000, modes[_i].bits, false);
+		int copies = 0;
+
+		while (admit_cuckoo_insert(f, KEY(k)) == ADMIT_OK)
+			copies++;
+		ck_assert_int_eq(copies, 8);
+		ck_assert_uint_eq(admit_cuckoo_count(f, KEY(k)), 8);
+		ck_assert_uint_eq(admit_cuckoo_size(f), 8);
+		for (int c = 7; c >= 0; c--) {
+			ck_assert_int_eq(admit_cuckoo_delete(f, KEY(k)), ADMIT_OK);
+			ck_assert_uint_eq(admit_cuckoo_count(f, KEY(k)), (unsigned)c);
+		}
+		ck_assert_int_eq(admit_cuckoo_delete(f, KEY(k)), ADMIT_NOTFOUND);
+		ck_assert(!admit_cuckoo_contains(f, KEY(k)));
+		admit_cuckoo_free(f);
+	}
+}
+END_TEST
+
+START_TEST(test_insert_unique)
+{
+	const uint64_t n = 5000;
+	const unsigned f_bits = modes[_i].counting ? 12 : modes[_i].bits;
+	struct admit_cuckoo *f = make(2 * n, modes[_i].bits, modes[_i].counting);
+	uint64_t added = 0;
+	struct tally t = TALLY_INIT;
+
+	/* A distinct key whose fingerprint collides with a stored one answers
+	 * EXISTS: at most 8 / 2^f of them, at this load far fewer. */
+	for (uint64_t i = 0; i < n; i++) {
+		enum admit_status st = admit_cuckoo_insert_unique(f, KEY(i));
+
+		tally(&t, st == ADMIT_OK || st == ADMIT_EXISTS, i);
+		added += st == ADMIT_OK;
+	}
+	ck_assert_uint_ge(added, n - n * 8 / (1u << f_bits));
+	for (uint64_t i = 0; i < n; i++) {
+		tally(&t, admit_cuckoo_insert_unique(f, KEY(i)) == ADMIT_EXISTS, i);
+		tally(&t, admit_cuckoo_count(f, KEY(i)) >= 1, i);
+	}
+	ck_assert_tally(t, "insert_unique");
+	ck_assert_uint_eq(admit_cuckoo_size(f), added);
+	ck_assert_int_eq(admit_cuckoo_insert_unique(f, "fresh", 5), ADMIT_OK);
+	ck_assert_int_eq(admit_cuckoo_delete(f, "fresh", 5), ADMIT_OK);
+	ck_assert_int_eq(admit_cuckoo_insert_unique(f, "fresh", 5), ADMIT_OK);
+	ck_assert_uint_eq(admit_cuckoo_size(f), added + 1);
+	admit_cuckoo_free(f);
+}
+END_TEST
+
+START_TEST(test_counting_saturation)
+{
+	struct admit_cuckoo *f = make(1000, 16, true);
+
+	for (unsigned i = 1; i <= 40; i++) {
+		ck_assert_int_eq(admit_cuckoo_increment(f, "k", 1), ADMIT_OK);
+		ck_assert_uint_eq(admit_cuckoo_count(f, "k", 1), i < 15 ? i : 15);
+	}
+	ck_assert_uint_eq(admit_cuckoo_size(f), 1); /* one entry, not 40 */
+	/* insert is increment in counting mode; delete subtracts one. */
+	ck_assert_int_eq(admit_cuckoo_insert(f, "k", 1), ADMIT_OK);
+	ck_assert_uint_eq(admit_cuckoo_count(f, "k", 1), 15);
+	ck_assert_int_eq(admit_cuckoo_delete(f, "k", 1), ADMIT_OK);
+	ck_assert_uint_eq(admit_cuckoo_count(f, "k", 1), 14);
+	ck_assert_int_eq(admit_cuckoo_insert_unique(f, "k", 1), ADMIT_EXISTS);
+
+	static const unsigned after[] = { 7, 3, 1, 0 };
+	for (int h = 0; h < 4; h++) {
+		ck_assert_int_eq(admit_cuckoo_halve(f), ADMIT_OK);
+		ck_assert_uint_eq(admit_cuckoo_count(f, "k", 1), after[h]);
+	}
+	ck_assert(!admit_cuckoo_contains(f, "k", 1));
+	ck_assert_uint_eq(admit_cuckoo_size(f), 0);
+	admit_cuckoo_free(f);
+}
+END_TEST
+
+/* Many keys with known counts: never under-counted, halving is exact for
+ * (nearly) all of them, and entries that reach 0 are gone. */
+START_TEST(test_counting_halve)
+{
+	const uint64_t n = 50000;
+	struct admit_cuckoo *f = make(n, 16, true);
+	uint64_t exact = 0, zeroed = 0;
+
+	struct tally t = TALLY_INIT;
+
+	for (uint64_t i = 0; i < n; i++)
+		for (uint64_t c = 0; c < i % 16 + 1; c++)
+			tally(&t, admit_cuckoo_increment(f, KEY(i)) == ADMIT_OK, i);
+	ck_assert_tally(t, "increment");
+	ck_assert_int_eq(admit_cuckoo_halve(f), ADMIT_OK);
+	for (uint64_t i = 0; i < n; i++) {
+		unsigned want = (unsigned)((i % 16 + 1 < 15 ? i % 16 + 1 : 15) / 2);
+		unsigned got = admit_cuckoo_count(f, KEY(i));
+
+		tally(&t, got >= want, i);
+		exact += got == want;
+		zeroed += want == 0;
+	}
+	/* 12-bit fingerprints: colliding pairs are a fraction of a percent. */
+	ck_assert_tally(t, "under-counted after halving");
+	ck_assert_uint_ge(exact, n - n / 100);
+	ck_assert_uint_le(admit_cuckoo_size(f), n - zeroed + n / 100);
+	ck_assert_uint_ge(admit_cuckoo_size(f), n - zeroed - n / 100);
+	admit_cuckoo_free(f);
+}
+END_TEST
+
+/*
+ * False-positive rate on 2,000,000 absent keys, filter at 95 % load.  The
+ * bound is 8 / 2^f (two buckets of four slots); the test allows 4 standard
+ * deviations of a binomial count at that rate, so a correct filter fails it
+ * with probability below 1e-4, while a fingerprint one bit short (double the
+ * rate) fails it for certain.  It also asserts the rate is not absurdly low,
+ * which would mean the probe keys did not really probe.
+ */
+START_TEST(test_false_positive_rate)
+{
+	const uint64_t n = 1000000, probes = 2000000;
+	const unsigned f_bits = modes[_i].counting ? 12 : modes[_i].bits;
+	struct admit_cuckoo *f = make(n, modes[_i].bits, modes[_i].counting);
+	double bound = 8.0 / (double)(1u << f_bits);
+	double limit = probes * bound + 4 * sqrt(probes * bound);
+	struct tally ins = TALLY_INIT;
+	uint64_t fp = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		tally(&ins, admit_cuckoo_insert(f, KEY(i)) == ADMIT_OK, i);
+	ck_assert_tally(ins, "insert");
+	for (uint64_t i = 0; i < probes; i++)
+		fp += admit_cuckoo_contains(f, KEY(i + (1ull << 40)));
+	fprintf(stderr, "f=%u%s: %llu false positives in %llu probes = %.6f%% "
+	        "(bound %.6f%%)\n", f_bits, modes[_i].counting ? " counting" : "",
+	        (unsigned long long)fp, (unsigned long long)probes,
+	        100.0 * fp / probes, 100.0 * bound);
+	ck_assert_double_le((double)fp, limit);
+	ck_assert_double_ge((double)fp, probes * bound / 4);
+	admit_cuckoo_free(f);
+}
+END_TEST
+
+START_TEST(test_contains_many)
+{
+	const size_t n = 1000;
+	struct admit_cuckoo *f = make(n, 16, false);
+	uint64_t ids[2 * 1000];
+	const void *keys[2 * 1000];
+	size_t lens[2 * 1000];
+	bool out[2 * 1000];
+
+	for (size_t i = 0; i < 2 * n; i++) {
+		ids[i] = test_key(i);
+		keys[i] = &ids[i];
+		lens[i] = sizeof(ids[i]);
+		if (i % 2 == 0)
+			ck_assert_int_eq(admit_cuckoo_insert(f, keys[i], lens[i]), ADMIT_OK);
+	}
+	/* Odd n exercises a partial batch. */
+	admit_cuckoo_contains_many(f, 2 * n - 3, keys, lens, out);
+	for (size_t i = 0; i < 2 * n - 3; i++)
+		ck_assert_int_eq(out[i], admit_cuckoo_contains(f, keys[i], lens[i]));
+	for (size_t i = 0; i < 2 * n - 3; i += 2)
+		ck_assert(out[i]);
+	admit_cuckoo_contains_many(f, 0, keys, lens, out);
+	admit_cuckoo_free(f);
+}
+END_TEST
+
+static Suite *
+cuckoo_suite(void)
+{
+	Suite *s = suite_create("cuckoo");
+	TCase *tc = tcase_create("basic");
+	TCase *big = tcase_create("large");
+	int nmodes = (int)(sizeof(modes) / sizeof(modes[0]));
+
+	tcase_add_test(tc, test_strerror);
+	tcase_add_test(tc, test_bad_config);
+	tcase_add_test(tc, test_bad_arguments);
+	tcase_add_loop_test(tc, test_round_trip, 0, nmodes);
+	tcase_add_loop_test(tc, test_zero_length_key, 0, nmodes);
+	tcase_add_loop_test(tc, test_capacities, 0,
+	                    (int)(sizeof(capacities) / sizeof(capacities[0])));
+	tcase_add_loop_test(tc, test_duplicates, 0, 2);
+	tcase_add_loop_test(tc, test_insert_unique, 0, nmodes);
+	tcase_add_test(tc, test_counting_saturation);
+	tcase_add_test(tc, test_counting_halve);
+	tcase_add_test(tc, test_contains_many);
+	suite_add_tcase(s, tc);
+
+	tcase_add_loop_test(big, test_no_false_negatives, 0, nmodes);
+	tcase_add_loop_test(big, test_load_factor, 0, 3);
+	tcase_add_loop_test(big, test_false_positive_rate, 0, nmodes);
+	tcase_set_timeout(big, 600);
+	suite_add_tcase(s, big);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(cuckoo_suite());
+	int failed;
+
+	srunner_add_suite(sr, snapshot_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,45 @@
+/* Helpers shared by the unit tests. */
+#ifndef ADMIT_TESTUTIL_H
+#define ADMIT_TESTUTIL_H
+
+#include <check.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* splitmix64: a bijection, so distinct i give distinct keys; keys i and
+ * i + 2^40 are the "present" and "absent" families of a test. */
+static inline uint64_t
+test_key(uint64_t i)
+{
+	uint64_t z = i + 0x9e3779b97f4a7c15ull;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* The two (key, len) arguments for key number i, an 8-byte key. */
+#define KEY(i) (&(uint64_t){ test_key(i) }), sizeof(uint64_t)
+
+/* Check records every ck_assert (a write to its result pipe): far too slow
+ * for a million keys.  Hot loops tally their failures and assert once. */
+struct tally {
+	uint64_t bad, first;
+};
+#define TALLY_INIT { 0, UINT64_MAX }
+
+static inline void
+tally(struct tally *t, bool ok, uint64_t i)
+{
+	if (!ok && t->bad++ == 0)
+		t->first = i;
+}
+
+#define ck_assert_tally(t, what) \
+	ck_assert_msg((t).bad == 0, "%s: %llu failures, the first at %llu", \
+	              (what), (unsigned long long)(t).bad, \
+	              (unsigned long long)(t).first)
+
+Suite *snapshot_suite(void);
+
+#endif
