@@ -257,9 +257,10 @@ enum admit_status admit_cuckoo_stats(const struct admit_cuckoo *f,
  * checksum.  It is written to a temporary file beside path and renamed into
  * place, so a crash never leaves a half-written snapshot under path.
  *
- * Writers are paused for the time it takes to copy the table in memory (not
- * for the disk write); lookups are never paused.  The snapshot is exact at
- * that instant.
+ * Every stripe is held while the table is copied in memory (not during the
+ * disk write): writers, and lookups that would answer false, wait for that
+ * copy, a few milliseconds per 10 M items.  The snapshot is exact at that
+ * instant.
  *
  * Errors: ADMIT_EINVAL if f or path is NULL; ADMIT_NOMEM if the copy cannot
  * be allocated; ADMIT_EIO if the file cannot be written.
