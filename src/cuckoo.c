@@ -462,6 +462,16 @@ move_one(struct admit_cuckoo *f, uint32_t from, unsigned s, uint32_t fp,
 	bool ok = false;
 
 	cuckoo_lock_two(f, from, to);
+	/* relaxed: a halve raises this before it takes its first stripe, and
+	 * our stripe acquire pairs with its stripe release: if it has halved
+	 * either bucket we see the raise.  If we see 0, it cannot reach them
+	 * until we let go.  (An empty bucket it skipped without a lock may
+	 * receive the entry: that entry misses this round, as any entry
+	 * landing in a skipped bucket does.) */
+	if (atomic_load_explicit(&f->halving, memory_order_relaxed)) {
+		cuckoo_unlock_two(f, from, to);
+		return false;
+	}
 	bf = bucket_load(f, from);
 	bt = bucket_load(f, to);
 	v = slot_get(f, bf, s);
@@ -501,6 +511,11 @@ add(struct admit_cuckoo *f, const struct cuckoo_pos *p, enum add_op op)
 		cuckoo_unlock_two(f, p->i1, p->i2);
 		if (st != ADMIT_FULL)
 			return st;
+		/* relaxed: only a wait hint; move_one() re-checks under its
+		 * stripes.  Kicks wait out a halve (see struct admit_cuckoo). */
+		for (unsigned spins = 0;
+		     atomic_load_explicit(&f->halving, memory_order_relaxed); spins++)
+			admit_backoff(spins);
 		if (!find_path(f, p, &path))
 			break;
 		if (!run_path(f, &path))
@@ -596,6 +611,9 @@ admit_cuckoo_halve(struct admit_cuckoo *f)
 {
 	if (!f || !f->counting)
 		return ADMIT_EINVAL;
+	/* relaxed: published to kicks by the stripe releases below (see
+	 * move_one()). */
+	atomic_fetch_add_explicit(&f->halving, 1, memory_order_relaxed);
 	for (uint32_t i = 0; i < f->m; i++) {
 		_Atomic uint32_t *s = cuckoo_stripe(f, i);
 		unsigned emptied = 0;
@@ -611,6 +629,9 @@ admit_cuckoo_halve(struct admit_cuckoo *f)
 		stat_add_locked(&stats_of(f, i)->items, -(int64_t)emptied);
 		stripe_unlock(s);
 	}
+	/* relaxed: kicks synchronise with the halved buckets through their
+	 * stripes, not through this count. */
+	atomic_fetch_sub_explicit(&f->halving, 1, memory_order_relaxed);
 	return ADMIT_OK;
 }
 

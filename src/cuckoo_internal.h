@@ -59,6 +59,12 @@ struct admit_cuckoo {
 	 * writers of neighbouring stripes sharing a line is the lesser cost. */
 	_Atomic uint32_t *seq;
 	struct cuckoo_stripe_stats *stats;
+
+	/* Halves in progress.  No kick runs while it is non-zero: a halve
+	 * walks the buckets in order, and an entry kicked from a bucket it has
+	 * done to one it has not would be halved twice (or, the other way,
+	 * not at all). */
+	alignas(ADMIT_CACHELINE) _Atomic unsigned halving;
 };
 
 /* Where a key lives: its two buckets and its fingerprint. */
