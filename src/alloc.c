@@ -8,7 +8,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#ifdef HAVE_JEMALLOC
+/* The fuzz targets define ADMIT_NO_JEMALLOC: AddressSanitizer must see
+ * every allocation. */
+#if defined(HAVE_JEMALLOC) && !defined(ADMIT_NO_JEMALLOC)
+#define USE_JEMALLOC 1
 #include <jemalloc/jemalloc.h>
 #endif
 
@@ -88,7 +91,7 @@ admit_table_alloc(size_t size)
 
 	if (size == 0 || size > SIZE_MAX - align || injected_failure())
 		return NULL;
-#ifdef HAVE_JEMALLOC
+#ifdef USE_JEMALLOC
 	/* jemalloc knows fresh extents are zero and does not touch them, so
 	 * the advice below still comes before the first fault. */
 	p = mallocx(size, MALLOCX_ALIGN(align) | MALLOCX_ZERO);
@@ -108,7 +111,7 @@ admit_table_free(void *p, size_t size)
 {
 	if (!p)
 		return;
-#ifdef HAVE_JEMALLOC
+#ifdef USE_JEMALLOC
 	sdallocx(p, size, MALLOCX_ALIGN(size >= HUGE_PAGE ? HUGE_PAGE : CACHELINE));
 #else
 	(void)size;
