@@ -4,6 +4,8 @@
 #
 #   STRESS_SECONDS  time shared by the stress harnesses (default 60)
 #   STRESS_THREADS  threads of stress_cuckoo and stress_snapshot (default 16)
+#   STRESS_KEYS     keys per thread of those two (default 4096; fewer fill
+#                   the table sooner, which slow sanitizer builds need)
 #   STRESS_SEED     replay: pass this seed to every harness (default: fresh)
 #   FUZZ_SECONDS    time of each fuzz target, both run at once (default 60;
 #                   0 skips them)
@@ -12,6 +14,7 @@ set -u
 b=${top_builddir:-.}
 total=${STRESS_SECONDS:-60}
 threads=${STRESS_THREADS:-16}
+keys=${STRESS_KEYS:-4096}
 fuzz=${FUZZ_SECONDS:-60}
 seed=${STRESS_SEED:+--seed $STRESS_SEED}
 per=$(awk -v t="$total" 'BEGIN { s = t / 5; printf "%.1f", s < 1 ? 1 : s }')
@@ -67,13 +70,15 @@ fi
 
 for mode in 16 8 counting; do
 	run "stress_cuckoo-$mode" '^  (ops|filter stats):' \
-		"$b/stress/stress_cuckoo" --mode "$mode" --threads "$threads" --seconds "$per" $seed
+		"$b/stress/stress_cuckoo" --mode "$mode" --threads "$threads" --keys "$keys" \
+		--seconds "$per" $seed
 done
 run stress_linear 'rounds in|filter stats' "$b/stress/stress_linear" --seconds "$per" $seed
 run stress_linear_broken-caught '^broken build caught' \
 	env top_builddir="$b" sh "$(dirname "$0")/broken-caught.sh" 30
 run stress_snapshot 'saves' \
-	"$b/stress/stress_snapshot" --threads "$threads" --seconds "$per" $seed
+	"$b/stress/stress_snapshot" --threads "$threads" --keys "$keys" \
+	--seconds "$per" $seed
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
