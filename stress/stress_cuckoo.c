@@ -626,7 +626,7 @@ parse_mix(struct opts *o, char *spec)
 		*eq = '\0';
 		for (op = 0; op < OP_N && strcmp(op_names[op], tok); op++)
 			;
-		if (op == OP_N)
+		if (op >= OP_HALVE) /* unknown; halves are the main thread's */
 			return false;
 		o->mix[op] = (unsigned)strtoul(eq + 1, NULL, 10);
 	}
