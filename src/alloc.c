@@ -1,27 +1,66 @@
 #include "config.h"
 #include "alloc.h"
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#ifdef HAVE_JEMALLOC
+/* The fuzz targets define ADMIT_NO_JEMALLOC: AddressSanitizer must see
+ * every allocation. */
+#if defined(HAVE_JEMALLOC) && !defined(ADMIT_NO_JEMALLOC)
+#define USE_JEMALLOC 1
 #include <jemalloc/jemalloc.h>
 #endif
 
 #define HUGE_PAGE ((size_t)2 << 20)
 #define CACHELINE ((size_t)64)
 
+/* Fault injection: allocations left before the one that fails (0: off),
+ * and allocations seen since the hook was last set. */
+static _Atomic unsigned long fail_countdown;
+static _Atomic unsigned long alloc_seen;
+
+unsigned long
+admit_alloc_fail_nth(unsigned long k)
+{
+	atomic_store(&fail_countdown, k);
+	return atomic_exchange(&alloc_seen, 0);
+}
+
+static bool
+injected_failure(void)
+{
+	/* relaxed: the common disarmed path; the hook is set before the
+	 * allocations it targets, by the same thread in every test. */
+	unsigned long c = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
+
+	/* relaxed: a statistic for the test, ordering nothing. */
+	atomic_fetch_add_explicit(&alloc_seen, 1, memory_order_relaxed);
+	while (c != 0) {
+		/* relaxed: the countdown is its own only datum. */
+		if (atomic_compare_exchange_weak_explicit(&fail_countdown, &c,
+		        c - 1, memory_order_relaxed, memory_order_relaxed))
+			return c == 1;
+	}
+	return false;
+}
+
 void *
 admit_malloc(size_t size)
 {
+	if (injected_failure())
+		return NULL;
 	return malloc(size ? size : 1);
 }
 
 void *
 admit_calloc(size_t n, size_t size)
 {
+	if (injected_failure())
+		return NULL;
 	return calloc(n ? n : 1, size ? size : 1);
 }
 
@@ -50,9 +89,9 @@ admit_table_alloc(size_t size)
 	size_t align = size >= HUGE_PAGE ? HUGE_PAGE : CACHELINE;
 	void *p;
 
-	if (size == 0 || size > SIZE_MAX - align)
+	if (size == 0 || size > SIZE_MAX - align || injected_failure())
 		return NULL;
-#ifdef HAVE_JEMALLOC
+#ifdef USE_JEMALLOC
 	/* jemalloc knows fresh extents are zero and does not touch them, so
 	 * the advice below still comes before the first fault. */
 	p = mallocx(size, MALLOCX_ALIGN(align) | MALLOCX_ZERO);
@@ -72,7 +111,7 @@ admit_table_free(void *p, size_t size)
 {
 	if (!p)
 		return;
-#ifdef HAVE_JEMALLOC
+#ifdef USE_JEMALLOC
 	sdallocx(p, size, MALLOCX_ALIGN(size >= HUGE_PAGE ? HUGE_PAGE : CACHELINE));
 #else
 	(void)size;

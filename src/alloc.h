@@ -19,4 +19,12 @@ void  admit_free(void *p);
 void *admit_table_alloc(size_t size);
 void  admit_table_free(void *p, size_t size);
 
+/*
+ * Fault injection for tests (internal, never exported): make the k-th
+ * allocation from now on (k >= 1, counting admit_malloc, admit_calloc and
+ * admit_table_alloc) fail, and every one after it succeed again; k = 0
+ * disarms.  Returns how many allocations were counted since the last call.
+ */
+unsigned long admit_alloc_fail_nth(unsigned long k);
+
 #endif /* ADMIT_ALLOC_H */

@@ -59,6 +59,12 @@ struct admit_cuckoo {
 	 * writers of neighbouring stripes sharing a line is the lesser cost. */
 	_Atomic uint32_t *seq;
 	struct cuckoo_stripe_stats *stats;
+
+	/* Halves in progress.  No kick runs while it is non-zero: a halve
+	 * walks the buckets in order, and an entry kicked from a bucket it has
+	 * done to one it has not would be halved twice (or, the other way,
+	 * not at all). */
+	alignas(ADMIT_CACHELINE) _Atomic unsigned halving;
 };
 
 /* Where a key lives: its two buckets and its fingerprint. */
@@ -181,5 +187,24 @@ cuckoo_stripe(const struct admit_cuckoo *f, uint32_t bucket)
  * lock order), and a shared stripe only once. */
 void cuckoo_lock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b);
 void cuckoo_unlock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b);
+
+/*
+ * Debug walks for tests and stress harnesses (never exported: they live in
+ * libadmit_core.la only).  Call them on a quiescent filter: they read the
+ * table without validating against writers.
+ *
+ * cuckoo_debug_walk() checks every occupied slot (a counting entry has a
+ * non-zero fingerprint and counter; the alternate bucket of every stored
+ * fingerprint is in range and maps back, alt(alt(i)) == i) and returns the
+ * number of occupied slots, or UINT64_MAX at the first bad slot.
+ *
+ * cuckoo_debug_copies() returns how many entries matching the key's
+ * fingerprint sit in its two candidate buckets, recomputing the alternate
+ * bucket from the primary one; *sum gets the counters' total in counting
+ * mode (the number of entries otherwise).
+ */
+uint64_t cuckoo_debug_walk(const struct admit_cuckoo *f);
+unsigned cuckoo_debug_copies(const struct admit_cuckoo *f, const void *key,
+                             size_t len, unsigned *sum);
 
 #endif /* ADMIT_CUCKOO_INTERNAL_H */

@@ -8,6 +8,7 @@
  */
 #include <check.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,6 +234,60 @@ START_TEST(test_concurrent_increments)
 }
 END_TEST
 
+struct halve_arg {
+	struct admit_cuckoo *f;
+	_Atomic int phase; /* 1: kicking has begun, 2: the halve is done */
+};
+
+/* Inserts new keys into a nearly full table, so most need cuckoo paths,
+ * until the halve running beside it is over. */
+static void *
+kicker(void *arg)
+{
+	struct halve_arg *h = arg;
+
+	for (uint64_t k = 0;; k++) {
+		enum admit_status st = admit_cuckoo_increment(h->f, KEY(k + (1ull << 42)));
+
+		if (k == 0)
+			atomic_store(&h->phase, 1);
+		if (st != ADMIT_OK || atomic_load(&h->phase) == 2)
+			return NULL;
+	}
+}
+
+/*
+ * One halve halves every counter at most once, even while kicks move
+ * entries.  The bug this guards against: the halve walks the buckets in
+ * order, so an entry kicked from a bucket it had done to one it had not yet
+ * reached was halved twice, 2 -> 1 -> 0, and deleted.
+ */
+START_TEST(test_halve_during_kicks)
+{
+	struct admit_cuckoo_config cfg = { .capacity = 100000, .counting = true,
+	                                   .seed = 11 + (uint64_t)_i };
+	struct halve_arg h = { 0 };
+	struct tally t = TALLY_INIT;
+	pthread_t th;
+
+	ck_assert_int_eq(admit_cuckoo_new(&cfg, &h.f), ADMIT_OK);
+	for (uint64_t k = 0; k < 90000; k++) {
+		ck_assert_int_eq(admit_cuckoo_increment(h.f, KEY(k)), ADMIT_OK);
+		ck_assert_int_eq(admit_cuckoo_increment(h.f, KEY(k)), ADMIT_OK);
+	}
+	ck_assert_int_eq(pthread_create(&th, NULL, kicker, &h), 0);
+	while (atomic_load(&h.phase) == 0)
+		sched_yield();
+	ck_assert_int_eq(admit_cuckoo_halve(h.f), ADMIT_OK);
+	atomic_store(&h.phase, 2);
+	pthread_join(th, NULL);
+	for (uint64_t k = 0; k < 90000; k++)
+		tally(&t, admit_cuckoo_count(h.f, KEY(k)) >= 1, k);
+	ck_assert_tally(t, "counters of 2 halved to 0 by one halve");
+	admit_cuckoo_free(h.f);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -244,6 +299,7 @@ main(void)
 	tcase_add_loop_test(tc, test_concurrent_insert_lookup_delete, 0,
 	                    (int)(sizeof(writer_counts) / sizeof(writer_counts[0])));
 	tcase_add_test(tc, test_concurrent_increments);
+	tcase_add_loop_test(tc, test_halve_during_kicks, 0, 8);
 	tcase_set_timeout(tc, 600);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -1,0 +1,84 @@
+#!/bin/sh
+# make stress: build (done by make) and run every stress harness and fuzz
+# target for a bounded time, one verdict line each, then "N passed, N failed".
+#
+#   STRESS_SECONDS  time shared by the stress harnesses (default 60)
+#   STRESS_THREADS  threads of stress_cuckoo and stress_snapshot (default 16)
+#   STRESS_KEYS     keys per thread of those two (default 4096; fewer fill
+#                   the table sooner, which slow sanitizer builds need)
+#   STRESS_SEED     replay: pass this seed to every harness (default: fresh)
+#   FUZZ_SECONDS    time of each fuzz target, both run at once (default 60;
+#                   0 skips them)
+# Logs, fuzz corpora and crash inputs go to stress-logs/ in the build tree.
+set -u
+b=${top_builddir:-.}
+total=${STRESS_SECONDS:-60}
+threads=${STRESS_THREADS:-16}
+keys=${STRESS_KEYS:-4096}
+fuzz=${FUZZ_SECONDS:-60}
+seed=${STRESS_SEED:+--seed $STRESS_SEED}
+per=$(awk -v t="$total" 'BEGIN { s = t / 5; printf "%.1f", s < 1 ? 1 : s }')
+logs=$b/stress-logs
+mkdir -p "$logs"
+passed=0
+failed=0
+
+# A harness fails on a non-zero exit or on any sanitizer report in its log.
+verdict() { # name log rc summary-pattern
+	if [ "$3" -eq 0 ] && ! grep -qE '^(WARNING|ERROR): (ThreadSanitizer|AddressSanitizer|LeakSanitizer)|runtime error:' "$2"; then
+		passed=$((passed + 1))
+		printf 'PASS %-28s %s\n' "$1" \
+			"$(grep -E "$4" "$2" | sed 's/^ *//' | paste -sd '|' - | sed 's/|/ | /g')"
+	else
+		failed=$((failed + 1))
+		printf 'FAIL %-28s exit %s; the end of %s:\n' "$1" "$3" "$2"
+		tail -n 25 "$2" | sed 's/^/    /'
+	fi
+}
+
+run() { # name summary-pattern command...
+	name=$1
+	pat=$2
+	shift 2
+	log=$logs/$name.log
+	"$@" >"$log" 2>&1
+	verdict "$name" "$log" $? "$pat"
+}
+
+if [ "$fuzz" != 0 ] && [ -x "$b/fuzz/fuzz_api" ] && [ -x "$b/fuzz/fuzz_snapshot" ]; then
+	echo "fuzzing both targets for $fuzz s ..."
+	mkdir -p "$logs/corpus-snapshot" "$logs/corpus-api"
+	ADMIT_FUZZ_SEEDS=$logs/corpus-snapshot "$b/fuzz/fuzz_snapshot" \
+		-max_total_time="$fuzz" -timeout=10 -print_final_stats=1 \
+		-artifact_prefix="$logs/crash-snapshot-" "$logs/corpus-snapshot" \
+		>"$logs/fuzz_snapshot.log" 2>&1 &
+	p1=$!
+	"$b/fuzz/fuzz_api" -max_total_time="$fuzz" -timeout=10 -print_final_stats=1 \
+		-artifact_prefix="$logs/crash-api-" "$logs/corpus-api" \
+		>"$logs/fuzz_api.log" 2>&1 &
+	p2=$!
+	wait "$p1"
+	verdict fuzz_snapshot "$logs/fuzz_snapshot.log" $? '^stat::number_of_executed_units'
+	wait "$p2"
+	verdict fuzz_api "$logs/fuzz_api.log" $? '^stat::number_of_executed_units'
+elif [ "$fuzz" = 0 ]; then
+	echo "SKIP fuzz_snapshot, fuzz_api: FUZZ_SECONDS=0"
+else
+	echo "SKIP fuzz_snapshot, fuzz_api: no clang with libFuzzer at configure time" \
+	     "(Debian: apt-get install clang libclang-rt-14-dev, then configure again)"
+fi
+
+for mode in 16 8 counting; do
+	run "stress_cuckoo-$mode" '^  (ops|filter stats):' \
+		"$b/stress/stress_cuckoo" --mode "$mode" --threads "$threads" --keys "$keys" \
+		--seconds "$per" $seed
+done
+run stress_linear 'rounds in|filter stats' "$b/stress/stress_linear" --seconds "$per" $seed
+run stress_linear_broken-caught '^broken build caught' \
+	env top_builddir="$b" sh "$(dirname "$0")/broken-caught.sh" 30
+run stress_snapshot 'saves' \
+	"$b/stress/stress_snapshot" --threads "$threads" --keys "$keys" \
+	--seconds "$per" $seed
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
