@@ -241,12 +241,14 @@ dd_seen_admit(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t *gen)
 	double p;
 
 	le64(key, h);
-	for (unsigned g = 0; g + 1 < d->ngen; g++)
-		if (d->gen[g].f && admit_cuckoo_contains(d->gen[g].f, key, 8))
-			return ADMIT_EXISTS;
+	/* Room first: a filter chained in here turns the newest into an older
+	 * one, which the loop below must then check. */
 	st = room(s, shard);
 	if (st != ADMIT_OK)
 		return st;
+	for (unsigned g = 0; g + 1 < d->ngen; g++)
+		if (d->gen[g].f && admit_cuckoo_contains(d->gen[g].f, key, 8))
+			return ADMIT_EXISTS;
 	p = chain_fpr(s, d);
 	st = admit_cuckoo_insert_unique(d->gen[d->ngen - 1].f, key, 8);
 	if (st == ADMIT_FULL) {
