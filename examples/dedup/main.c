@@ -49,7 +49,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -802,6 +801,7 @@ main(int argc, char **argv)
 	enum admit_status st = ADMIT_OK;
 	unsigned batch;
 	double t0 = now();
+	bool nomem;
 	int status;
 
 	parse_opts(argc, argv, &C.o);
@@ -851,6 +851,7 @@ main(int argc, char **argv)
 	C.readmit = calloc(batch, sizeof(*C.readmit));
 	rd.cap = BUF_INIT;
 	rd.buf = malloc(rd.cap);
+	nomem = !C.lines || !C.readmit || !rd.buf;
 	if (C.seen->window) {
 		uint64_t zs = 2;
 
@@ -860,10 +861,9 @@ main(int argc, char **argv)
 		C.zone.key = malloc(zs * sizeof(*C.zone.key));
 		C.zone.slot = calloc(zs, sizeof(*C.zone.slot));
 		C.zone.readmit = malloc(batch * sizeof(*C.zone.readmit));
-		if (!C.zone.key || !C.zone.slot || !C.zone.readmit)
-			rd.buf = NULL;
+		nomem |= !C.zone.key || !C.zone.slot || !C.zone.readmit;
 	}
-	if (!C.lines || !C.readmit || !rd.buf) {
+	if (nomem) {
 		fprintf(stderr, PROG ": out of memory\n");
 		return EXIT_FULL;
 	}
