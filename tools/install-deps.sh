@@ -10,4 +10,6 @@ $run apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
 	liburcu-dev libjemalloc-dev libxxhash-dev check \
 	>/dev/null
+# admit-dedup's benchmark (bench/bench_dedup.sh) reads peak memory from GNU time.
+$run apt-get install -y -qq --no-install-recommends time >/dev/null
 echo "install-deps: done"

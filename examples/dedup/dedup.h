@@ -1,0 +1,107 @@
+/*
+ * admit-dedup internals: the "seen" set the program keeps.
+ *
+ * Keys are reduced to a 64-bit hash h (XXH3 with the run's seed); h, as 8
+ * little-endian bytes, is the key given to the cuckoo filters, and the top
+ * bits of h pick one of nshards independent shards.  Each shard is a chain
+ * of filters: lookups check every filter of the chain, inserts go to the
+ * newest, and a full newest filter gets a successor twice as large.
+ *
+ * With a window, a ring remembers (h, filter) of the last `window` admitted
+ * keys, so a key leaving the window is deleted from exactly the filter that
+ * holds it.
+ *
+ * A shard is used by one thread at a time (see main.c for why); a dd_seen
+ * as a whole is not thread-safe.
+ */
+#ifndef ADMIT_DEDUP_H
+#define ADMIT_DEDUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <admit/admit.h>
+
+#define DD_MAX_SHARDS 64u
+#define DD_MAX_GENS 48u
+
+struct dd_gen {
+	struct admit_cuckoo *f; /* NULL once the window emptied and freed it */
+	uint64_t cap;           /* items it takes before a successor is chained */
+	uint64_t live;          /* items inserted and not deleted */
+	uint64_t slots;
+};
+
+struct dd_shard {
+	struct dd_gen gen[DD_MAX_GENS];
+	unsigned ngen;    /* gen[ngen - 1] is the newest */
+	unsigned grown;   /* filters chained in by growth */
+	double est_false; /* expected false drops so far (see dd_seen_admit) */
+};
+
+struct dd_params {
+	uint64_t capacity; /* distinct keys the first filters must hold */
+	double fpr;        /* 0 = default: 16-bit fingerprints at 95 % load */
+	uint64_t window;   /* 0 = remember everything */
+	uint64_t seed;     /* 0 = random */
+	bool grow;         /* false: ADMIT_FULL instead of chaining a filter */
+	unsigned batch;    /* lines per batch: the ring's slack beyond window */
+};
+
+struct dd_seen {
+	unsigned nshards, shard_shift;
+	unsigned fp_bits;
+	double alpha;       /* load at which a filter counts as full */
+	uint64_t seed;
+	uint64_t shard_cap; /* capacity of each shard's first filter */
+	bool grow;
+	struct dd_shard *shard;
+
+	uint64_t window;    /* 0 = no window, no ring */
+	unsigned batch;
+	uint64_t ring_size; /* window + batch */
+	uint64_t *ring_h;
+	uint8_t *ring_g;
+	uint64_t admitted;  /* keys admitted so far = next ring index */
+	uint64_t ring_len;  /* ring holds indices [admitted - ring_len, admitted) */
+};
+
+struct dd_totals {
+	unsigned filters, max_chain, grown;
+	uint64_t items, slots;
+	size_t memory;      /* filter tables plus the ring */
+	double est_false;
+	double fpr_bound;   /* per lookup now: sum over the longest chain */
+};
+
+enum admit_status dd_seen_new(const struct dd_params *p, struct dd_seen **out);
+void dd_seen_free(struct dd_seen *s);
+
+static inline unsigned
+dd_shard_of(const struct dd_seen *s, uint64_t h)
+{
+	return s->shard_shift >= 64 ? 0 : (unsigned)(h >> s->shard_shift);
+}
+
+/* First sighting test: ADMIT_OK (now inserted into gen *gen), ADMIT_EXISTS,
+ * ADMIT_FULL (growth off or impossible), ADMIT_NOMEM. */
+enum admit_status dd_seen_admit(struct dd_seen *s, unsigned shard, uint64_t h,
+                                uint8_t *gen);
+/* Unconditional insert (a key re-entering the window). */
+enum admit_status dd_seen_insert(struct dd_seen *s, unsigned shard, uint64_t h,
+                                 uint8_t *gen);
+/* Delete a key dd_seen_admit/insert put into gen. */
+enum admit_status dd_seen_delete(struct dd_seen *s, unsigned shard, uint64_t h,
+                                 uint8_t gen);
+void dd_seen_totals(const struct dd_seen *s, struct dd_totals *t);
+
+/* Bits of table per item the chosen sizing costs. */
+double dd_seen_bits_per_item(const struct dd_seen *s);
+
+enum admit_status dd_seen_save(const struct dd_seen *s, const char *path);
+/* On error, *why says what was wrong with the file. */
+enum admit_status dd_seen_load(const char *path, unsigned batch,
+                               struct dd_seen **out, const char **why);
+
+#endif

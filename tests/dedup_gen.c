@@ -1,0 +1,104 @@
+/*
+ * dedup_gen - deterministic test streams for admit-dedup.
+ *
+ *   dedup_gen text   LINES SEED SPAN   event lines; half are new keys, half
+ *                                      repeat one of the last SPAN distinct
+ *                                      keys; some empty lines, some '\r'
+ *   dedup_gen fields LINES SEED SPAN   "<random>\t<key>\t<random>": the key
+ *                                      is field 2, the line itself is unique
+ *   dedup_gen binary LINES SEED        random bytes (NUL included) from a
+ *                                      universe of 1000 strings, no '\n'
+ *
+ * The same arguments always give the same bytes.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t state;
+
+static uint64_t
+next(void)
+{
+	uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Distinct key ids map to distinct lines of varied length. */
+static void
+key_text(uint64_t id, FILE *out)
+{
+	if (id % 97 == 5) {
+		if (id % 2)
+			fputs("\r", out); /* a key that is just "\r" ... once */
+		return;               /* ... or the empty line */
+	}
+	fprintf(out, "event-%" PRIx64 "-%.*s", (uint64_t)(id * 0x9e3779b97f4a7c15ull),
+	        (int)(id % 13), "abcdefghijklm");
+	if (id % 11 == 3)
+		fputc('\r', out);
+}
+
+static uint64_t
+pick(uint64_t *fresh, uint64_t span)
+{
+	if (*fresh == 0 || next() % 2 == 0)
+		return (*fresh)++;
+	return *fresh - 1 - next() % (span < *fresh ? span : *fresh);
+}
+
+int
+main(int argc, char **argv)
+{
+	uint64_t lines, fresh = 0, span;
+	static char out_buf[1 << 16];
+
+	if (argc < 4) {
+		fprintf(stderr, "usage: dedup_gen text|fields|binary LINES SEED [SPAN]\n");
+		return 2;
+	}
+	setvbuf(stdout, out_buf, _IOFBF, sizeof(out_buf));
+	lines = strtoull(argv[2], NULL, 10);
+	state = strtoull(argv[3], NULL, 10);
+	span = argc > 4 ? strtoull(argv[4], NULL, 10) : UINT64_MAX;
+	if (span == 0)
+		span = 1;
+	if (strcmp(argv[1], "text") == 0) {
+		for (uint64_t i = 0; i < lines; i++) {
+			key_text(pick(&fresh, span), stdout);
+			putchar('\n');
+		}
+	} else if (strcmp(argv[1], "fields") == 0) {
+		for (uint64_t i = 0; i < lines; i++) {
+			printf("%" PRIu64 "\tk%" PRIx64 "\t%" PRIu64 "\n", next() % 1000000,
+			       (uint64_t)(pick(&fresh, span) * 0x9e3779b97f4a7c15ull), next() % 1000);
+		}
+	} else if (strcmp(argv[1], "binary") == 0) {
+		unsigned char u[1000][64];
+		unsigned len[1000];
+
+		for (int k = 0; k < 1000; k++) {
+			len[k] = (unsigned)(next() % 65);
+			for (unsigned j = 0; j < len[k]; j++) {
+				u[k][j] = (unsigned char)next();
+				if (u[k][j] == '\n')
+					u[k][j] = 0;
+			}
+		}
+		for (uint64_t i = 0; i < lines; i++) {
+			int k = (int)(next() % 1000);
+
+			fwrite(u[k], 1, len[k], stdout);
+			if (i + 1 < lines)
+				putchar('\n'); /* the last line has none */
+		}
+	} else {
+		fprintf(stderr, "dedup_gen: unknown mode '%s'\n", argv[1]);
+		return 2;
+	}
+	return fflush(stdout) == 0 ? 0 : 1;
+}
