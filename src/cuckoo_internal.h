@@ -182,4 +182,14 @@ cuckoo_stripe(const struct admit_cuckoo *f, uint32_t bucket)
 void cuckoo_lock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b);
 void cuckoo_unlock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b);
 
+/* Counting mode: admit_cuckoo_increment(), except that when the key is
+ * absent and no slot can be freed, the entry with the lowest counter in the
+ * key's two buckets is overwritten by the key at count 1 (*replaced is then
+ * true) instead of answering ADMIT_FULL.  The TinyLFU frequency store needs
+ * it: there a full table must forget its coldest key, not refuse a new one.
+ * Errors: ADMIT_EINVAL as for admit_cuckoo_increment(). */
+enum admit_status cuckoo_increment_replacing(struct admit_cuckoo *f,
+                                             const void *key, size_t len,
+                                             bool *replaced);
+
 #endif /* ADMIT_CUCKOO_INTERNAL_H */
