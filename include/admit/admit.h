@@ -6,5 +6,7 @@
 
 #include <admit/status.h>
 #include <admit/cuckoo.h>
+#include <admit/cbf.h>
+#include <admit/tinylfu.h>
 
 #endif /* ADMIT_ADMIT_H */
