@@ -9,5 +9,6 @@ $run apt-get update -qq
 $run apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
 	liburcu-dev libjemalloc-dev libxxhash-dev check \
+	zlib1g-dev liblzma-dev \
 	>/dev/null
 echo "install-deps: done"
