@@ -8,5 +8,6 @@
 #include <admit/cuckoo.h>
 #include <admit/cbf.h>
 #include <admit/tinylfu.h>
+#include <admit/lru.h>
 
 #endif /* ADMIT_ADMIT_H */
