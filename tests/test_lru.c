@@ -45,6 +45,7 @@ START_TEST(test_bad_config)
 		{ .capacity = ADMIT_LRU_MAX_CAPACITY + 1 },
 		{ .capacity = UINT64_MAX },
 		{ .capacity_bytes = UINT64_MAX },
+		{ .capacity_bytes = ADMIT_LRU_MAX_BYTES + 1 },
 		{ .capacity = 100, .policy = (enum admit_lru_policy)17 },
 		{ .capacity = 100, .policy = ADMIT_LRU_WTINYLFU, .window_percent = 100 },
 		{ .capacity = 100, .shards = 3 },
