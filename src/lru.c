@@ -261,6 +261,16 @@ hash_key(const struct admit_lru *c, const void *key, size_t klen)
 	               : admit_hash(key, klen, c->seed);
 }
 
+/* Removes e for room; forgets fresh when it is the one removed. */
+static void
+drop(const struct admit_lru *c, struct shard *s, struct entry *e,
+     const struct entry **fresh)
+{
+	if (e == *fresh)
+		*fresh = NULL;
+	remove_entry(c, s, e);
+}
+
 /*
  * Restores the window's and the shard's bounds after an insertion or a
  * growth.  Returns false when fresh (the entry just stored) was removed.
@@ -268,8 +278,6 @@ hash_key(const struct admit_lru *c, const void *key, size_t klen)
 static bool
 evict(const struct admit_lru *c, struct shard *s, const struct entry *fresh)
 {
-	bool kept = true;
-
 	while (s->weight[SEG_WINDOW] > s->window_max) {
 		struct entry *cand = list_lru(&s->seg[SEG_WINDOW]);
 		bool won = false;
@@ -278,31 +286,28 @@ evict(const struct admit_lru *c, struct shard *s, const struct entry *fresh)
 		while (over_capacity(s)) {
 			struct entry *victim = victim_of(s);
 
-			if (victim == cand || admit(c, cand, victim)) {
-				won = victim != cand;
-				kept &= victim != fresh;
-				remove_entry(c, s, victim);
+			if (victim == cand) {
+				drop(c, s, cand, &fresh);
 				s->st.evicted++;
-				if (!won)
-					break;
-			} else {
-				kept &= cand != fresh;
-				remove_entry(c, s, cand);
+				break;
+			}
+			if (!admit(c, cand, victim)) {
+				drop(c, s, cand, &fresh);
 				s->st.rejected++;
 				break;
 			}
+			drop(c, s, victim, &fresh);
+			s->st.evicted++;
+			won = true;
 		}
 		s->st.admitted += won;
 	}
 	/* A grown value, or a window holding everything (plain LRU). */
 	while (over_capacity(s)) {
-		struct entry *victim = victim_of(s);
-
-		kept &= victim != fresh;
-		remove_entry(c, s, victim);
+		drop(c, s, victim_of(s), &fresh);
 		s->st.evicted++;
 	}
-	return kept;
+	return fresh != NULL;
 }
 
 /* Hill climbing on the window's share, once per sample of requests
