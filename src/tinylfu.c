@@ -190,7 +190,7 @@ admit_tinylfu_record_hash(struct admit_tinylfu *t, uint64_t h)
 	} else {
 		bool replaced;
 
-		cuckoo_increment_replacing(t->freq, &h, sizeof(h), &replaced);
+		cuckoo_increment_replacing(t->freq, &h, sizeof(h), true, &replaced);
 		if (replaced)
 			bump(&t->replaced);
 	}
