@@ -245,6 +245,12 @@ START_TEST(test_replace_lowest)
 	ck_assert_int_eq(cuckoo_increment_replacing(f, KEY(key), true, &replaced), ADMIT_OK);
 	ck_assert(!replaced);
 	ck_assert_uint_eq(admit_cuckoo_count(f, KEY(key)), 2);
+	/* Without the path search, a new key in full buckets replaces too. */
+	ck_assert_int_eq(cuckoo_increment_replacing(f, KEY(key + 1), false, &replaced),
+	                 ADMIT_OK);
+	ck_assert(replaced);
+	ck_assert_uint_eq(admit_cuckoo_count(f, KEY(key + 1)), 1);
+	ck_assert_uint_eq(admit_cuckoo_size(f), key);
 	/* Membership filters refuse. */
 	admit_cuckoo_free(f);
 	cfg.counting = false;
