@@ -564,6 +564,56 @@ admit_cuckoo_increment(struct admit_cuckoo *f, const void *key, size_t len)
 	return add_key(f, key, len, ADD_INCREMENT);
 }
 
+/* The counting slot with the lowest counter in the key's two buckets
+ * (both full, both stripes held) gives way to the key at count 1. */
+static void
+replace_lowest_locked(struct admit_cuckoo *f, const struct cuckoo_pos *p)
+{
+	uint32_t best_i = p->i1;
+	unsigned best_s = 0;
+	uint64_t best = COUNTER_MAX + 1;
+
+	for (int k = 0; k < 2; k++) {
+		uint32_t i = k ? p->i2 : p->i1;
+		uint64_t b = bucket_load(f, i);
+
+		for (unsigned s = 0; s < CUCKOO_SLOTS; s++) {
+			uint64_t c = slot_get(f, b, s) & COUNTER_MAX;
+
+			if (c < best) {
+				best = c;
+				best_i = i;
+				best_s = s;
+			}
+		}
+	}
+	bucket_store(f, best_i, slot_set(f, bucket_load(f, best_i), best_s,
+	                                  (uint64_t)p->fp << f->fp_shift | 1));
+}
+
+enum admit_status
+cuckoo_increment_replacing(struct admit_cuckoo *f, const void *key, size_t len,
+                           bool kick, bool *replaced)
+{
+	struct cuckoo_pos p;
+
+	*replaced = false;
+	if (!f || !f->counting || !key_ok(key, len))
+		return ADMIT_EINVAL;
+	cuckoo_locate(f, key, len, &p);
+	if (kick && add(f, &p, ADD_INCREMENT) != ADMIT_FULL)
+		return ADMIT_OK;
+	cuckoo_lock_two(f, p.i1, p.i2);
+	/* Without a search, or since add() gave up: the key may be present or a
+	 * slot free in its buckets. */
+	if (add_locked(f, &p, ADD_INCREMENT) == ADMIT_FULL) {
+		replace_lowest_locked(f, &p);
+		*replaced = true;
+	}
+	cuckoo_unlock_two(f, p.i1, p.i2);
+	return ADMIT_OK;
+}
+
 enum admit_status
 admit_cuckoo_delete(struct admit_cuckoo *f, const void *key, size_t len)
 {

@@ -207,4 +207,17 @@ uint64_t cuckoo_debug_walk(const struct admit_cuckoo *f);
 unsigned cuckoo_debug_copies(const struct admit_cuckoo *f, const void *key,
                              size_t len, unsigned *sum);
 
+/* Counting mode: admit_cuckoo_increment(), except that when the key is
+ * absent and no slot can be freed, the entry with the lowest counter in the
+ * key's two buckets is overwritten by the key at count 1 (*replaced is then
+ * true) instead of answering ADMIT_FULL.  The TinyLFU frequency store needs
+ * it: there a full table must forget its coldest key, not refuse a new one.
+ * With kick false no cuckoo path is searched: a key whose two buckets are
+ * full replaces at once (for a caller that already knows the table is full,
+ * where each failed search reads up to a thousand buckets).
+ * Errors: ADMIT_EINVAL as for admit_cuckoo_increment(). */
+enum admit_status cuckoo_increment_replacing(struct admit_cuckoo *f,
+                                             const void *key, size_t len,
+                                             bool kick, bool *replaced);
+
 #endif /* ADMIT_CUCKOO_INTERNAL_H */

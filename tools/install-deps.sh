@@ -9,6 +9,7 @@ $run apt-get update -qq
 $run apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
 	liburcu-dev libjemalloc-dev libxxhash-dev check \
+	zlib1g-dev liblzma-dev \
 	>/dev/null
 # admit-dedup's benchmark (bench/bench_dedup.sh) reads peak memory from GNU time.
 $run apt-get install -y -qq --no-install-recommends time >/dev/null

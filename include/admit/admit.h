@@ -6,5 +6,8 @@
 
 #include <admit/status.h>
 #include <admit/cuckoo.h>
+#include <admit/cbf.h>
+#include <admit/tinylfu.h>
+#include <admit/lru.h>
 
 #endif /* ADMIT_ADMIT_H */

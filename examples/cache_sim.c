@@ -1,0 +1,532 @@
+/*
+ * cache_sim - replay a cache trace through several admission policies side
+ * by side and print one table: policy x cache size -> hit ratio (percent).
+ *
+ *   cache_sim [--policies lru,tinylfu,wtinylfu,adaptive,opt] [--sizes N,N,...]
+ *             [--format auto|text|arc|lirs|i32be|i64be] [--csv]
+ *             [--plot FILE.png] [--threads N] [--shards N] [--window PERCENT]
+ *             [--seed N] [TRACE]
+ *
+ * Every policy but opt is a real admit_lru (one shard by default, so lru is
+ * exact global LRU); a request is a get, and a miss is followed by a set of
+ * the key, as a read-through cache does.  opt is Belady's optimum.  With no
+ * TRACE, a built-in workload runs: 1 M requests, Zipf(0.9) over 1 M keys,
+ * interrupted every 100,000 requests by a scan of 20,000 keys that are never
+ * seen again; cache sizes 1,000, 10,000 and 100,000 unless --sizes says.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <admit/admit.h>
+
+#include "trace.h"
+
+#define MAX_SIZES 64
+
+static const struct {
+	const char *name;
+	enum admit_lru_policy policy;
+} policy_names[] = {
+	{ "lru", ADMIT_LRU_PLAIN },
+	{ "tinylfu", ADMIT_LRU_TINYLFU },
+	{ "wtinylfu", ADMIT_LRU_WTINYLFU },
+	{ "adaptive", ADMIT_LRU_ADAPTIVE },
+	{ "opt", 0 },
+};
+#define NPOLICIES (sizeof(policy_names) / sizeof(policy_names[0]))
+#define OPT_INDEX (NPOLICIES - 1)
+
+struct options {
+	bool use[NPOLICIES];
+	int order[NPOLICIES], npol;
+	uint64_t sizes[MAX_SIZES];
+	int nsizes;
+	enum trace_format format;
+	bool csv;
+	const char *plot, *trace;
+	unsigned threads, shards, window;
+	uint64_t seed;
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: cache_sim [--policies lru,tinylfu,wtinylfu,adaptive,opt] [--sizes N,N,...]\n"
+	        "                 [--format auto|text|arc|lirs|i32be|i64be] [--csv] [--plot FILE.png]\n"
+	        "                 [--threads N] [--shards N] [--window PERCENT] [--seed N] [TRACE]\n"
+	        "Replays TRACE (gzip and xz read directly; none = a built-in Zipf + scans\n"
+	        "workload) through each policy at each cache size and prints the hit ratios.\n"
+	        "--window sets wtinylfu's fixed window (default 1 %%); --shards and --threads\n"
+	        "show what sharding and concurrency cost in hit ratio.\n");
+}
+
+static bool
+parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool
+parse_policies(char *list, struct options *o)
+{
+	o->npol = 0;
+	memset(o->use, 0, sizeof(o->use));
+	for (char *save, *tok = strtok_r(list, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		size_t i;
+
+		for (i = 0; i < NPOLICIES && strcmp(tok, policy_names[i].name); i++)
+			;
+		if (i == NPOLICIES) {
+			fprintf(stderr, "cache_sim: unknown policy '%s'\n", tok);
+			return false;
+		}
+		if (!o->use[i])
+			o->order[o->npol++] = (int)i;
+		o->use[i] = true;
+	}
+	return o->npol > 0;
+}
+
+static bool
+parse_sizes(char *list, struct options *o)
+{
+	o->nsizes = 0;
+	for (char *save, *tok = strtok_r(list, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+
+		if (!parse_u64(tok, &v) || v == 0 || v > ADMIT_LRU_MAX_CAPACITY ||
+		    o->nsizes == MAX_SIZES) {
+			fprintf(stderr, "cache_sim: bad size '%s'\n", tok);
+			return false;
+		}
+		o->sizes[o->nsizes++] = v;
+	}
+	return o->nsizes > 0;
+}
+
+/* Returns 0 to run, 1 on --help, 2 on a usage error. */
+static int
+parse_args(int argc, char **argv, struct options *o)
+{
+	char policies[] = "lru,tinylfu,wtinylfu,adaptive,opt";
+
+	*o = (struct options){ .format = TRACE_AUTO, .threads = 1, .shards = 1,
+	                       .seed = 42 };
+	parse_policies(policies, o);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		uint64_t n;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 1;
+		} else if (!strcmp(a, "--csv")) {
+			o->csv = true;
+			continue;
+		} else if (a[0] != '-' || !a[1]) {
+			if (o->trace) {
+				usage(stderr);
+				return 2;
+			}
+			o->trace = a;
+			continue;
+		}
+		if (!v) {
+			fprintf(stderr, "cache_sim: %s needs a value\n", a);
+			return 2;
+		}
+		i++;
+		if (!strcmp(a, "--policies")) {
+			if (!parse_policies(v, o))
+				return 2;
+		} else if (!strcmp(a, "--sizes")) {
+			if (!parse_sizes(v, o))
+				return 2;
+		} else if (!strcmp(a, "--format")) {
+			o->format = trace_format_parse(v);
+			if ((int)o->format < 0) {
+				fprintf(stderr, "cache_sim: unknown format '%s'\n", v);
+				return 2;
+			}
+		} else if (!strcmp(a, "--plot")) {
+			o->plot = v;
+		} else if (!strcmp(a, "--threads") && parse_u64(v, &n) && n >= 1 && n <= 256) {
+			o->threads = (unsigned)n;
+		} else if (!strcmp(a, "--shards") && parse_u64(v, &n) && n >= 1 &&
+		           n <= ADMIT_LRU_MAX_SHARDS && (n & (n - 1)) == 0) {
+			o->shards = (unsigned)n;
+		} else if (!strcmp(a, "--window") && parse_u64(v, &n) && n >= 1 && n <= 99) {
+			o->window = (unsigned)n;
+		} else if (!strcmp(a, "--seed") && parse_u64(v, &n) && n > 0) {
+			o->seed = n;
+		} else {
+			fprintf(stderr, "cache_sim: bad option or value: %s %s\n", a, v);
+			usage(stderr);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+/* ---- the built-in workload ---------------------------------------------- */
+
+#define BUILTIN_KEYS 1000000u
+#define BUILTIN_REQUESTS 1000000u
+#define BUILTIN_SCAN_EVERY 100000u
+#define BUILTIN_SCAN_LEN 20000u
+
+static uint64_t
+splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t *
+builtin_workload(uint64_t seed, size_t *n)
+{
+	double *cdf = malloc(BUILTIN_KEYS * sizeof(*cdf));
+	uint64_t *keys = malloc(BUILTIN_REQUESTS * sizeof(*keys));
+	uint64_t rng = seed, scan_key = 1ull << 62;
+	double sum = 0;
+	size_t i = 0;
+
+	if (!cdf || !keys) {
+		free(cdf);
+		free(keys);
+		return NULL;
+	}
+	for (uint32_t r = 0; r < BUILTIN_KEYS; r++)
+		cdf[r] = sum += pow(r + 1.0, -0.9);
+	while (i < BUILTIN_REQUESTS) {
+		if (i % BUILTIN_SCAN_EVERY == BUILTIN_SCAN_EVERY / 2) {
+			/* One-off keys, outside the Zipf key space. */
+			for (uint32_t k = 0; k < BUILTIN_SCAN_LEN && i < BUILTIN_REQUESTS; k++)
+				keys[i++] = scan_key++;
+			continue;
+		}
+		double u = (double)(splitmix64(&rng) >> 11) * 0x1p-53 * sum;
+		size_t lo = 0, hi = BUILTIN_KEYS - 1;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (cdf[mid] < u)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		/* Scatter ranks over the key space, as real ids are. */
+		uint64_t s = lo;
+		keys[i++] = splitmix64(&s) >> 2;
+	}
+	free(cdf);
+	*n = i;
+	return keys;
+}
+
+/* ---- replay -------------------------------------------------------------- */
+
+struct replay {
+	struct admit_lru *cache;
+	const uint64_t *keys;
+	size_t n, first, stride;
+	uint64_t hits;
+	int err;
+	bool progress;
+	const char *label;
+};
+
+static void *
+replay_thread(void *arg)
+{
+	struct replay *r = arg;
+	uint64_t hits = 0;
+	size_t vlen;
+
+	for (size_t i = r->first; i < r->n; i += r->stride) {
+		enum admit_status st = admit_lru_get(r->cache, &r->keys[i],
+		                                     sizeof(r->keys[i]), NULL, 0, &vlen);
+
+		if (st == ADMIT_OK) {
+			hits++;
+		} else if (st == ADMIT_NOTFOUND) {
+			st = admit_lru_set(r->cache, &r->keys[i], sizeof(r->keys[i]),
+			                   NULL, 0);
+			if (st != ADMIT_OK && st != ADMIT_REJECTED) {
+				r->err = st;
+				break;
+			}
+		} else {
+			r->err = st;
+			break;
+		}
+		if (r->progress && (i & ((1u << 20) - 1)) == 0)
+			fprintf(stderr, "\r%s: %3.0f%%", r->label, 100.0 * (double)i / (double)r->n);
+	}
+	r->hits = hits;
+	return NULL;
+}
+
+static int
+replay(const struct options *o, enum admit_lru_policy policy, uint64_t size,
+       const uint64_t *keys, size_t n, bool progress, const char *label,
+       uint64_t *hits)
+{
+	struct admit_lru_config cfg = {
+		.capacity = size, .policy = policy, .shards = o->shards,
+		.window_percent = o->window, .seed = o->seed,
+	};
+	struct replay r[256];
+	pthread_t tid[256];
+	struct admit_lru *cache;
+	enum admit_status st;
+	int err = 0;
+
+	if (cfg.shards > size)
+		cfg.shards = 1;
+	st = admit_lru_new(&cfg, &cache);
+	if (st != ADMIT_OK) {
+		fprintf(stderr, "cache_sim: admit_lru_new(%" PRIu64 "): %s\n", size,
+		        admit_strerror(st));
+		return 1;
+	}
+	for (unsigned t = 0; t < o->threads; t++) {
+		r[t] = (struct replay){ .cache = cache, .keys = keys, .n = n,
+		                        .first = t, .stride = o->threads,
+		                        .progress = progress && t == 0, .label = label };
+		if (o->threads > 1 && pthread_create(&tid[t], NULL, replay_thread, &r[t])) {
+			fprintf(stderr, "cache_sim: cannot start a thread\n");
+			for (unsigned u = 0; u < t; u++)
+				pthread_join(tid[u], NULL);
+			admit_lru_free(cache);
+			return 1;
+		}
+	}
+	if (o->threads == 1)
+		replay_thread(&r[0]);
+	*hits = 0;
+	for (unsigned t = 0; t < o->threads; t++) {
+		if (o->threads > 1)
+			pthread_join(tid[t], NULL);
+		*hits += r[t].hits;
+		if (r[t].err)
+			err = r[t].err;
+	}
+	admit_lru_free(cache);
+	if (err) {
+		fprintf(stderr, "cache_sim: replay: %s\n", admit_strerror(err));
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static size_t
+count_distinct(const uint64_t *keys, size_t n)
+{
+	uint64_t *copy = malloc(n * sizeof(*copy));
+	size_t d = 0;
+
+	if (!copy)
+		return 0;
+	memcpy(copy, keys, n * sizeof(*copy));
+	qsort(copy, n, sizeof(*copy), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		d += i == 0 || copy[i] != copy[i - 1];
+	free(copy);
+	return d;
+}
+
+static double
+ratio(uint64_t hits, size_t n)
+{
+	return n ? 100.0 * (double)hits / (double)n : 0.0;
+}
+
+/* A gnuplot single-quoted string: a quote inside is doubled. */
+static void
+put_quoted(FILE *g, const char *s)
+{
+	fputc('\'', g);
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputc('\'', g);
+		fputc(*s, g);
+	}
+	fputc('\'', g);
+}
+
+static int
+plot(const struct options *o, const char *name, size_t n,
+     uint64_t hits[NPOLICIES][MAX_SIZES])
+{
+	FILE *g = popen("gnuplot", "w");
+	int rc;
+
+	if (!g) {
+		fprintf(stderr, "cache_sim: --plot needs gnuplot: %s\n", strerror(errno));
+		return 1;
+	}
+	fprintf(g, "set terminal pngcairo size 900,540\nset output ");
+	put_quoted(g, o->plot);
+	fprintf(g, "\nset title ");
+	put_quoted(g, name);
+	fprintf(g, " noenhanced\nset xlabel 'cache size (entries)'\n"
+	        "set ylabel 'hit ratio (%%)'\nset key left top\nset grid\n%splot ",
+	        o->nsizes > 2 && o->sizes[o->nsizes - 1] >= 10 * o->sizes[0]
+	        ? "set logscale x\n" : "");
+	for (int p = 0; p < o->npol; p++)
+		fprintf(g, "%s'-' with linespoints title '%s'", p ? ", " : "",
+		        policy_names[o->order[p]].name);
+	fprintf(g, "\n");
+	for (int p = 0; p < o->npol; p++) {
+		for (int s = 0; s < o->nsizes; s++)
+			fprintf(g, "%" PRIu64 " %.4f\n", o->sizes[s],
+			        ratio(hits[o->order[p]][s], n));
+		fprintf(g, "e\n");
+	}
+	rc = pclose(g);
+	if (rc != 0) {
+		fprintf(stderr, "cache_sim: gnuplot failed (status %d); is it installed?\n", rc);
+		return 1;
+	}
+	fprintf(stderr, "cache_sim: wrote %s\n", o->plot);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static uint64_t hits[NPOLICIES][MAX_SIZES];
+	struct options o;
+	uint64_t *keys;
+	size_t n = 0, distinct;
+	const char *name;
+	char err[256];
+	bool progress;
+	int rc = parse_args(argc, argv, &o);
+
+	if (rc)
+		return rc == 1 ? 0 : 2;
+	if (o.trace) {
+		if (trace_load(o.trace, o.format, &keys, &n, err, sizeof(err)) != 0) {
+			fprintf(stderr, "cache_sim: %s: %s\n", o.trace, err);
+			return 1;
+		}
+		name = strrchr(o.trace, '/') ? strrchr(o.trace, '/') + 1 : o.trace;
+	} else {
+		keys = builtin_workload(o.seed, &n);
+		if (!keys) {
+			fprintf(stderr, "cache_sim: out of memory\n");
+			return 1;
+		}
+		name = "builtin-zipf0.9+scans";
+	}
+	distinct = count_distinct(keys, n);
+	if (o.nsizes == 0 && !o.trace) {
+		o.sizes[0] = 1000;
+		o.sizes[1] = 10000;
+		o.sizes[2] = 100000;
+		o.nsizes = 3;
+	} else if (o.nsizes == 0) {
+		/* 0.5 % to 20 % of the distinct keys. */
+		static const unsigned per_mille[] = { 5, 10, 20, 50, 100, 200 };
+
+		for (size_t i = 0; i < sizeof(per_mille) / sizeof(per_mille[0]); i++) {
+			uint64_t s = (uint64_t)distinct * per_mille[i] / 1000;
+
+			if (s > 0 && (o.nsizes == 0 || s > o.sizes[o.nsizes - 1]))
+				o.sizes[o.nsizes++] = s;
+		}
+		if (o.nsizes == 0)
+			o.sizes[o.nsizes++] = 1;
+	}
+	progress = isatty(2) && (double)n * o.npol * o.nsizes > 2e7;
+
+	for (int s = 0; s < o.nsizes && rc == 0; s++) {
+		for (int p = 0; p < o.npol && rc == 0; p++) {
+			int pi = o.order[p];
+			char label[96];
+
+			snprintf(label, sizeof(label), "%s size %" PRIu64,
+			         policy_names[pi].name, o.sizes[s]);
+			if (progress)
+				fprintf(stderr, "\r%s:    ", label);
+			if (pi == (int)OPT_INDEX) {
+				hits[pi][s] = trace_opt_hits(keys, n, o.sizes[s]);
+				if (hits[pi][s] == UINT64_MAX) {
+					fprintf(stderr, "cache_sim: opt: out of memory\n");
+					rc = 1;
+				}
+			} else
+				rc = replay(&o, policy_names[pi].policy, o.sizes[s],
+				            keys, n, progress, label, &hits[pi][s]);
+		}
+	}
+	if (progress)
+		fprintf(stderr, "\r%60s\r", "");
+	if (rc == 0) {
+		if (o.csv) {
+			printf("trace,policy,size,requests,hits,hit_ratio\n");
+			for (int p = 0; p < o.npol; p++)
+				for (int s = 0; s < o.nsizes; s++)
+					printf("%s,%s,%" PRIu64 ",%zu,%" PRIu64 ",%.2f\n", name,
+					       policy_names[o.order[p]].name, o.sizes[s], n,
+					       hits[o.order[p]][s],
+					       ratio(hits[o.order[p]][s], n));
+		} else {
+			printf("%s: %zu requests, %zu distinct keys; hit ratio %%"
+			       " (threads %u, shards %u)\n", name, n, distinct,
+			       o.threads, o.shards);
+			printf("%-10s", "size");
+			for (int s = 0; s < o.nsizes; s++)
+				printf(" %9" PRIu64, o.sizes[s]);
+			printf("\n");
+			for (int p = 0; p < o.npol; p++) {
+				printf("%-10s", policy_names[o.order[p]].name);
+				for (int s = 0; s < o.nsizes; s++)
+					printf(" %9.2f", ratio(hits[o.order[p]][s], n));
+				printf("\n");
+			}
+		}
+		if (o.plot)
+			rc = plot(&o, name, n, hits);
+	}
+	free(keys);
+	return rc;
+}

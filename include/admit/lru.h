@@ -1,0 +1,157 @@
+/*
+ * admit/lru.h - a sharded LRU cache of byte strings whose admission is
+ * decided by TinyLFU (W-TinyLFU, Einziger, Eden, Friedman, Manes).
+ *
+ * Keys and values are any bytes, any length including 0; the cache keeps its
+ * own copies.  Capacity is a number of entries, a number of bytes, or both.
+ *
+ * Policies (struct admit_lru_config.policy):
+ *   ADMIT_LRU_ADAPTIVE  (default) a window LRU in front of a segmented main
+ *                       LRU (probation + protected, protected 80 % of main);
+ *                       a key leaving the window enters main only if TinyLFU
+ *                       rates it above main's victim.  The window's share
+ *                       starts at 1 % and is moved by hill climbing on the
+ *                       observed hit ratio (Caffeine's constants: a sample of
+ *                       10 x capacity requests, a step of 6.25 % of capacity
+ *                       decaying by 0.98 per sample, restarted when the hit
+ *                       ratio moves by 5 points or more).
+ *   ADMIT_LRU_WTINYLFU  the same with a fixed window (window_percent).
+ *   ADMIT_LRU_TINYLFU   one LRU list; a new key is admitted only if TinyLFU
+ *                       rates it above the LRU victim.
+ *   ADMIT_LRU_PLAIN     exact LRU, no admission.
+ *
+ * Concurrency: the cache is split into shards by key hash; each shard is one
+ * mutex over its own hash index and lists.  No call takes a lock shared by
+ * all shards (statistics visit the shards one after another), so threads
+ * working on different shards never wait for each other.  A get does take its
+ * shard's mutex: it moves the entry in the shard's LRU order and copies the
+ * value out.  The TinyLFU frequency sketch is shared and lock-free.
+ */
+#ifndef ADMIT_LRU_H
+#define ADMIT_LRU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <admit/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct admit_lru;
+
+enum admit_lru_policy {
+	ADMIT_LRU_ADAPTIVE = 0,
+	ADMIT_LRU_WTINYLFU,
+	ADMIT_LRU_TINYLFU,
+	ADMIT_LRU_PLAIN,
+};
+
+/* Bytes charged per entry on top of its key and value, so that a byte
+ * capacity also bounds the memory of many tiny entries. */
+#define ADMIT_LRU_ENTRY_OVERHEAD 64u
+
+/* Upper bounds admit_lru_new accepts. */
+#define ADMIT_LRU_MAX_SHARDS 4096u
+#define ADMIT_LRU_MAX_CAPACITY (UINT64_C(1) << 32)  /* entries */
+#define ADMIT_LRU_MAX_BYTES (UINT64_C(1) << 48)
+
+struct admit_lru_config {
+	uint64_t capacity;        /* max entries; 0 = no entry limit */
+	uint64_t capacity_bytes;  /* max bytes (key + value + overhead per
+	                           * entry); 0 = no byte limit.  At least one of
+	                           * the two limits is required. */
+	enum admit_lru_policy policy;
+	unsigned window_percent;  /* ADMIT_LRU_WTINYLFU's window, 1..99;
+	                           * 0 = 1 %.  Ignored by other policies. */
+	unsigned shards;          /* power of two <= ADMIT_LRU_MAX_SHARDS;
+	                           * 0 = default (16, fewer for a tiny
+	                           * capacity).  1 gives exact global order. */
+	uint64_t seed;            /* hash and admission seed; 0 = random */
+};
+
+struct admit_lru_stats {
+	uint64_t hits;      /* gets that found their key */
+	uint64_t misses;    /* gets that did not */
+	uint64_t admitted;  /* candidates TinyLFU let in over a victim */
+	uint64_t rejected;  /* candidates TinyLFU turned away */
+	uint64_t evicted;   /* resident entries removed to make room */
+	uint64_t entries;   /* entries held now */
+	uint64_t bytes;     /* bytes charged now (key + value + overhead) */
+	uint64_t window;    /* current window capacity, summed over shards, in
+	                     * entries (in bytes when only capacity_bytes is
+	                     * set) */
+};
+
+/*
+ * Creates a cache.  The capacity is split evenly over the shards.
+ * Errors: ADMIT_EINVAL for a NULL argument, no capacity, a capacity above
+ * ADMIT_LRU_MAX_CAPACITY or ADMIT_LRU_MAX_BYTES, an unknown policy, window_percent > 99, shards not
+ * a power of two or above ADMIT_LRU_MAX_SHARDS or above the entry capacity;
+ * ADMIT_NOMEM.  *out is written only on success.
+ * Thread-safety: any thread.
+ */
+enum admit_status admit_lru_new(const struct admit_lru_config *cfg,
+                                struct admit_lru **out);
+
+/*
+ * Frees the cache and every entry.  NULL is a no-op.
+ * Thread-safety: no other call on this cache may be running or follow.
+ */
+void admit_lru_free(struct admit_lru *c);
+
+/*
+ * Looks key up.  When found, its value is copied into buf and *vlen is set to
+ * its length; the hit is counted, the key is marked recently used and its
+ * frequency recorded.  When the value is longer than bufsize, nothing is
+ * copied, nothing is counted or moved, *vlen is set to the length needed and
+ * ADMIT_FULL is returned: call again with a big enough buffer.  buf may be
+ * NULL when bufsize is 0 (a way to ask for the length).
+ * Errors: ADMIT_NOTFOUND (a miss, counted; record the key's frequency by
+ * calling admit_lru_set when you fetch it), ADMIT_FULL (buffer too small),
+ * ADMIT_EINVAL (c or vlen NULL, key NULL with klen > 0, buf NULL with
+ * bufsize > 0).
+ * Thread-safety: any thread; takes the key's shard mutex only.
+ */
+enum admit_status admit_lru_get(struct admit_lru *c, const void *key,
+                                size_t klen, void *buf, size_t bufsize,
+                                size_t *vlen);
+
+/*
+ * Stores a copy of key -> value, replacing the key's value if present, and
+ * records the key's frequency.  Storing may evict: the entry leaving the
+ * window (or, without a window, the new entry) competes with main's LRU
+ * victim, and the one TinyLFU rates lower leaves.
+ * Returns ADMIT_OK when the new value is in the cache; ADMIT_REJECTED when
+ * admission turned the new entry itself away (any old value of the key is
+ * gone too); ADMIT_FULL when the entry alone is larger than a shard's byte
+ * capacity (the cache is unchanged); ADMIT_NOMEM (the cache is unchanged);
+ * ADMIT_EINVAL (c NULL, key or value NULL with a length > 0).
+ * Thread-safety: any thread; takes the key's shard mutex only.
+ */
+enum admit_status admit_lru_set(struct admit_lru *c, const void *key,
+                                size_t klen, const void *value, size_t vlen);
+
+/*
+ * Removes key.  Errors: ADMIT_NOTFOUND, ADMIT_EINVAL (c NULL, key NULL with
+ * klen > 0).
+ * Thread-safety: any thread; takes the key's shard mutex only.
+ */
+enum admit_status admit_lru_delete(struct admit_lru *c, const void *key,
+                                   size_t klen);
+
+/*
+ * Fills *out with the counters summed over all shards.  Each shard is read
+ * under its own mutex, so under concurrent use the sum mixes moments.
+ * Errors: ADMIT_EINVAL (a NULL argument).
+ * Thread-safety: any thread.
+ */
+enum admit_status admit_lru_stats(struct admit_lru *c,
+                                  struct admit_lru_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ADMIT_LRU_H */

@@ -1,0 +1,353 @@
+/*
+ * cbf.c - the blocked counting Bloom filter (DESIGN.md §3).
+ *
+ * Layout: `blocks` blocks of 64 bytes, each 8 words of 16 4-bit counters.  A
+ * key's hash picks one block (fastrange on all 64 bits) and, from further
+ * mixes of the hash, k counter positions in it, 7 bits each, independently
+ * (two positions may coincide, as in the textbook analysis).
+ *
+ * Progress and ordering: every update is a CAS loop on one word, so it is
+ * lock-free; a read is the block's 8 loads, so it is wait-free.  All accesses
+ * are relaxed: the counters are statistics that publish no other memory, and
+ * a reader needs no order between two counters.  An update touching several
+ * words is therefore not atomic as a whole; each word's change is.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdatomic.h>
+
+#include "alloc.h"
+#include "cbf_internal.h"
+#include "hash.h"
+
+#define BLOCK_WORDS 8
+#define BLOCK_COUNTERS (BLOCK_WORDS * 16)
+#define POS_BITS 7 /* log2(BLOCK_COUNTERS) */
+
+#define NIBBLE_LOW 0x7777777777777777ull /* a halved word's surviving bits */
+
+struct admit_cbf {
+	_Atomic uint64_t *words;
+	uint64_t blocks;
+	unsigned k;
+	uint64_t seed;
+};
+
+/* A key's counters: its block, their positions in it, and per word of the
+ * block which of its nibbles are the key's (the low bit of each). */
+struct cbf_key {
+	_Atomic uint64_t *block;
+	uint64_t nibbles[BLOCK_WORDS];
+	uint8_t pos[CBF_MAX_HASHES];
+};
+
+static inline uint64_t
+mix64(uint64_t x)
+{
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static void
+locate(const struct admit_cbf *f, uint64_t h, struct cbf_key *key)
+{
+	uint64_t bits = 0;
+	unsigned left = 0, word = 0;
+
+	key->block = f->words +
+	    (uint64_t)(((unsigned __int128)h * f->blocks) >> 64) * BLOCK_WORDS;
+	for (unsigned w = 0; w < BLOCK_WORDS; w++)
+		key->nibbles[w] = 0;
+	for (unsigned i = 0; i < f->k; i++) {
+		unsigned p;
+
+		/* Nine positions per 64-bit word of a counter-mode stream: fresh
+		 * bits for every word, none reused from the block index. */
+		if (left == 0) {
+			bits = mix64(h + ++word * 0x9e3779b97f4a7c15ull);
+			left = 64 / POS_BITS;
+		}
+		p = bits & (BLOCK_COUNTERS - 1);
+		bits >>= POS_BITS;
+		left--;
+		key->pos[i] = (uint8_t)p;
+		key->nibbles[p / 16] |= 1ull << (p % 16 * 4);
+	}
+}
+
+/* The key's counters that equal v, as a nibble mask of one word. */
+static inline uint64_t
+nibbles_equal(uint64_t word, uint64_t nibbles, unsigned v)
+{
+	uint64_t m = 0;
+
+	for (; nibbles; nibbles &= nibbles - 1) {
+		unsigned shift = (unsigned)__builtin_ctzll(nibbles);
+
+		if (((word >> shift) & 15u) == v)
+			m |= 1ull << shift;
+	}
+	return m;
+}
+
+/* The whole block (one cache line) in 8 loads, then the key's minimum
+ * without a data-dependent branch: positions are random, so branches on
+ * them would mispredict more often than not. */
+static unsigned
+read_min(const struct cbf_key *key, uint64_t v[BLOCK_WORDS], unsigned k)
+{
+	unsigned min = ADMIT_CBF_COUNTER_MAX;
+
+	for (unsigned w = 0; w < BLOCK_WORDS; w++)
+		/* relaxed: see the file comment. */
+		v[w] = atomic_load_explicit(&key->block[w], memory_order_relaxed);
+	for (unsigned i = 0; i < k; i++) {
+		unsigned p = key->pos[i];
+		unsigned c = (unsigned)(v[p / 16] >> (p % 16 * 4)) & 15u;
+
+		min = c < min ? c : min;
+	}
+	return min;
+}
+
+static unsigned
+estimate(const struct cbf_key *key, unsigned k)
+{
+	uint64_t v[BLOCK_WORDS];
+
+	return read_min(key, v, k);
+}
+
+/* Conservative update: raise, by one, the key's counters that still equal
+ * the minimum seen.  A counter another thread raised meanwhile is left
+ * alone; a word whose CAS fails is recomputed on its own, so no counter is
+ * ever raised twice by one add. */
+static void
+raise_min(const struct cbf_key *key, unsigned k, uint64_t v[BLOCK_WORDS],
+          unsigned min)
+{
+	uint64_t inc[BLOCK_WORDS] = { 0 };
+
+	if (min == ADMIT_CBF_COUNTER_MAX)
+		return;
+	for (unsigned i = 0; i < k; i++) {
+		unsigned p = key->pos[i], shift = p % 16 * 4;
+
+		/* OR, not add: a position drawn twice rises once. */
+		inc[p / 16] |= (uint64_t)(((v[p / 16] >> shift) & 15u) == min) << shift;
+	}
+	for (unsigned w = 0; w < BLOCK_WORDS; w++) {
+		/* min < 15, so adding 1 to those nibbles never carries.
+		 * relaxed: see the file comment (the CAS orders nothing either). */
+		while (inc[w] && !atomic_compare_exchange_weak_explicit(
+		           &key->block[w], &v[w], v[w] + inc[w],
+		           memory_order_relaxed, memory_order_relaxed))
+			inc[w] = nibbles_equal(v[w], key->nibbles[w], min);
+	}
+}
+
+static bool
+key_ok(const void *key, size_t len)
+{
+	return key || len == 0;
+}
+
+enum admit_status
+admit_cbf_new(uint64_t n, double fpr, uint64_t seed, struct admit_cbf **out)
+{
+	struct admit_cbf *f;
+	double m, k;
+
+	/* !(fpr >= MIN) also rejects NaN. */
+	if (!out || n == 0 || n > ADMIT_CBF_MAX_ITEMS ||
+	    !(fpr >= ADMIT_CBF_MIN_FPR) || !(fpr < 1.0))
+		return ADMIT_EINVAL;
+	m = ceil(-(double)n * log(fpr) / (M_LN2 * M_LN2));
+	k = round(m / (double)n * M_LN2);
+	f = admit_calloc(1, sizeof(*f));
+	if (!f)
+		return ADMIT_NOMEM;
+	f->blocks = (uint64_t)ceil(m / BLOCK_COUNTERS);
+	f->k = k < 1 ? 1 : k > CBF_MAX_HASHES ? CBF_MAX_HASHES : (unsigned)k;
+	f->seed = seed ? seed : admit_random_seed();
+	f->words = admit_table_alloc(admit_cbf_memory(f));
+	if (!f->words) {
+		admit_free(f);
+		return ADMIT_NOMEM;
+	}
+	*out = f;
+	return ADMIT_OK;
+}
+
+void
+admit_cbf_free(struct admit_cbf *f)
+{
+	if (!f)
+		return;
+	admit_table_free(f->words, admit_cbf_memory(f));
+	admit_free(f);
+}
+
+static void
+add(const struct cbf_key *key, unsigned k)
+{
+	uint64_t v[BLOCK_WORDS];
+
+	raise_min(key, k, v, read_min(key, v, k));
+}
+
+void
+cbf_add_hash(struct admit_cbf *f, uint64_t h)
+{
+	struct cbf_key key;
+
+	locate(f, h, &key);
+	add(&key, f->k);
+}
+
+bool
+cbf_add_if_absent_hash(struct admit_cbf *f, uint64_t h)
+{
+	uint64_t v[BLOCK_WORDS];
+	struct cbf_key key;
+
+	locate(f, h, &key);
+	if (read_min(&key, v, f->k) > 0)
+		return false;
+	raise_min(&key, f->k, v, 0);
+	return true;
+}
+
+unsigned
+cbf_estimate_hash(const struct admit_cbf *f, uint64_t h)
+{
+	struct cbf_key key;
+
+	locate(f, h, &key);
+	return estimate(&key, f->k);
+}
+
+enum admit_status
+admit_cbf_add(struct admit_cbf *f, const void *key, size_t len)
+{
+	if (!f || !key_ok(key, len))
+		return ADMIT_EINVAL;
+	cbf_add_hash(f, admit_hash(key, len, f->seed));
+	return ADMIT_OK;
+}
+
+enum admit_status
+admit_cbf_remove(struct admit_cbf *f, const void *key, size_t len)
+{
+	struct cbf_key k;
+
+	if (!f || !key_ok(key, len))
+		return ADMIT_EINVAL;
+	locate(f, admit_hash(key, len, f->seed), &k);
+	if (estimate(&k, f->k) == 0)
+		return ADMIT_NOTFOUND;
+	for (unsigned w = 0; w < BLOCK_WORDS; w++) {
+		uint64_t v;
+
+		if (!k.nibbles[w])
+			continue;
+		/* relaxed: see the file comment. */
+		v = atomic_load_explicit(&k.block[w], memory_order_relaxed);
+		for (;;) {
+			/* Counters at 0 have nothing to give; at 15 they have lost
+			 * their true value. */
+			uint64_t dec = k.nibbles[w] & ~nibbles_equal(v, k.nibbles[w], 0) &
+			               ~nibbles_equal(v, k.nibbles[w], 15);
+
+			if (!dec || atomic_compare_exchange_weak_explicit(
+			        &k.block[w], &v, v - dec,
+			        memory_order_relaxed, memory_order_relaxed))
+				break;
+		}
+	}
+	return ADMIT_OK;
+}
+
+unsigned
+admit_cbf_estimate(const struct admit_cbf *f, const void *key, size_t len)
+{
+	if (!f || !key_ok(key, len))
+		return 0;
+	return cbf_estimate_hash(f, admit_hash(key, len, f->seed));
+}
+
+bool
+admit_cbf_contains(const struct admit_cbf *f, const void *key, size_t len)
+{
+	return admit_cbf_estimate(f, key, len) > 0;
+}
+
+enum admit_status
+admit_cbf_halve(struct admit_cbf *f)
+{
+	if (!f)
+		return ADMIT_EINVAL;
+	for (uint64_t i = 0; i < f->blocks * BLOCK_WORDS; i++) {
+		/* relaxed: see the file comment. */
+		uint64_t v = atomic_load_explicit(&f->words[i], memory_order_relaxed);
+
+		while (v && !atomic_compare_exchange_weak_explicit(&f->words[i], &v,
+		                (v >> 1) & NIBBLE_LOW,
+		                memory_order_relaxed, memory_order_relaxed))
+			;
+	}
+	return ADMIT_OK;
+}
+
+enum admit_status
+admit_cbf_clear(struct admit_cbf *f)
+{
+	if (!f)
+		return ADMIT_EINVAL;
+	for (uint64_t i = 0; i < f->blocks * BLOCK_WORDS; i++)
+		/* relaxed: see the file comment. */
+		atomic_store_explicit(&f->words[i], 0, memory_order_relaxed);
+	return ADMIT_OK;
+}
+
+void
+cbf_counter_indexes(const struct admit_cbf *f, const void *key, size_t len,
+                    uint64_t idx[])
+{
+	struct cbf_key k;
+	uint64_t base;
+
+	locate(f, admit_hash(key, len, f->seed), &k);
+	base = (uint64_t)(k.block - f->words) / BLOCK_WORDS * BLOCK_COUNTERS;
+	for (unsigned i = 0; i < f->k; i++)
+		idx[i] = base + k.pos[i];
+}
+
+unsigned
+cbf_counter_get(const struct admit_cbf *f, uint64_t idx)
+{
+	/* relaxed: see the file comment. */
+	uint64_t w = atomic_load_explicit(&f->words[idx / 16], memory_order_relaxed);
+
+	return (unsigned)(w >> (idx % 16 * 4)) & 15u;
+}
+
+uint64_t
+admit_cbf_counters(const struct admit_cbf *f)
+{
+	return f ? f->blocks * BLOCK_COUNTERS : 0;
+}
+
+unsigned
+admit_cbf_hashes(const struct admit_cbf *f)
+{
+	return f ? f->k : 0;
+}
+
+size_t
+admit_cbf_memory(const struct admit_cbf *f)
+{
+	return f ? (size_t)(f->blocks * BLOCK_COUNTERS / 2) : 0;
+}

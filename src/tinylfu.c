@@ -1,0 +1,318 @@
+/*
+ * tinylfu.c - TinyLFU admission (DESIGN.md §4).
+ *
+ * A key is hashed once with the instance's seed; the 64-bit hash then
+ * addresses the doorkeeper directly (cbf_*_hash) and is the 8-byte key of the
+ * counting cuckoo filter, so a long key is read once whatever the structure.
+ *
+ * Progress and ordering: the doorkeeper is lock-free, the frequency store is
+ * lock-striped (cuckoo.c), and every atomic in this file is a relaxed
+ * counter or hint except the aging flag.  Records are counted per stripe (a thread
+ * keeps to one stripe) and folded into the shared total one batch at a time,
+ * so the shared word is touched once per batch, not once per record.  The
+ * thread whose batch carries the total across a multiple of W ages the
+ * structures; if an aging is still running, the next one is skipped rather
+ * than queued, since a late halving is worth less than no stall.
+ */
+#include "config.h"
+
+#include <stdalign.h>
+#include <stdatomic.h>
+
+#include <admit/tinylfu.h>
+
+#include "alloc.h"
+#include "cbf_internal.h"
+#include "cuckoo_internal.h"
+#include "hash.h"
+
+#define STRIPES 16u           /* power of two */
+#define MAX_BATCH 64u
+#define DEFAULT_WARM 6u       /* Caffeine's: a candidate above 5 may win by luck */
+#define DEFAULT_CHANCE_SHIFT 7u /* 1 / 128, also Caffeine's */
+#define DOOR_FPR 0.01
+#define GOLDEN 0x9e3779b97f4a7c15ull
+#define MAX_SAMPLE ((uint64_t)1 << 40)
+
+struct tlfu_stripe {
+	alignas(ADMIT_CACHELINE) _Atomic uint64_t records;
+	_Atomic uint64_t rng; /* a Weyl sequence; mixed on use */
+};
+
+struct admit_tinylfu {
+	struct admit_cbf *door;
+	struct admit_cuckoo *freq;
+	uint64_t seed;
+	uint64_t window;  /* W */
+	uint64_t batch;   /* records a stripe folds into total at once; divides W */
+	unsigned warm, chance_shift;
+
+	/* The frequency store was found full in this sample (set by the first
+	 * failed cuckoo-path search, cleared by aging).  Read on most records,
+	 * written about twice per sample. */
+	_Atomic bool crowded;
+
+	alignas(ADMIT_CACHELINE) _Atomic uint64_t total;
+	atomic_flag aging;
+	_Atomic uint64_t agings, replaced, random_admits;
+
+	struct tlfu_stripe stripe[STRIPES];
+};
+
+static inline uint64_t
+mix64(uint64_t x)
+{
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Which stripe this thread counts in: handed out round-robin on a thread's
+ * first record.  It is only a placement hint, so one process-wide counter
+ * for all instances is harmless. */
+static _Atomic unsigned next_stripe;
+static _Thread_local unsigned my_stripe; /* index + 1; 0 = not yet chosen */
+
+static inline struct tlfu_stripe *
+stripe_of_thread(struct admit_tinylfu *t)
+{
+	if (!my_stripe)
+		/* relaxed: a distinct-enough number is all that is needed. */
+		my_stripe = atomic_fetch_add_explicit(&next_stripe, 1,
+		                                      memory_order_relaxed) % STRIPES + 1;
+	return &t->stripe[my_stripe - 1];
+}
+
+static inline void
+bump(_Atomic uint64_t *c)
+{
+	/* relaxed: a statistic, orders nothing. */
+	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+enum admit_status
+admit_tinylfu_new_config(const struct admit_tinylfu_config *cfg,
+                         struct admit_tinylfu **out)
+{
+	struct admit_cuckoo_config cc = { 0 };
+	struct admit_tinylfu *t;
+	enum admit_status st;
+	uint64_t w, half;
+
+	if (!cfg || !out || cfg->cache_capacity == 0 ||
+	    cfg->cache_capacity > ADMIT_TINYLFU_MAX_CAPACITY ||
+	    cfg->sample_size > MAX_SAMPLE)
+		return ADMIT_EINVAL;
+	w = cfg->sample_size ? cfg->sample_size : 10 * cfg->cache_capacity;
+	t = admit_table_alloc(sizeof(*t));
+	if (!t)
+		return ADMIT_NOMEM;
+	t->seed = cfg->seed ? cfg->seed : admit_random_seed();
+	t->window = w;
+	for (t->batch = MAX_BATCH; w % t->batch; t->batch >>= 1)
+		;
+	t->warm = cfg->warm ? cfg->warm : DEFAULT_WARM;
+	t->chance_shift = cfg->chance_shift ? cfg->chance_shift
+	                                    : DEFAULT_CHANCE_SHIFT;
+	atomic_flag_clear(&t->aging);
+	for (unsigned i = 0; i < STRIPES; i++)
+		atomic_init(&t->stripe[i].rng, mix64(t->seed + GOLDEN * (i + 1)));
+
+	/* At most W/2 keys are seen twice in a sample, and only those reach the
+	 * frequency store; every distinct key of a sample passes the doorkeeper,
+	 * but a sample of W records rarely holds more than W/2 distinct keys of
+	 * a cache-worthy workload, and a fuller doorkeeper only lets more
+	 * one-hit wonders through to the store. */
+	half = w / 2 < 64 ? 64 : w / 2;
+	cc.capacity = half < ADMIT_CUCKOO_MAX_CAPACITY ? half
+	                                               : ADMIT_CUCKOO_MAX_CAPACITY;
+	cc.counting = true;
+	cc.seed = mix64(t->seed) | 1;
+	st = admit_cuckoo_new(&cc, &t->freq);
+	if (st == ADMIT_OK)
+		st = admit_cbf_new(half < ADMIT_CBF_MAX_ITEMS ? half
+		                                              : ADMIT_CBF_MAX_ITEMS,
+		                   DOOR_FPR, t->seed, &t->door);
+	if (st != ADMIT_OK) {
+		admit_tinylfu_free(t);
+		return st;
+	}
+	*out = t;
+	return ADMIT_OK;
+}
+
+enum admit_status
+admit_tinylfu_new(uint64_t cache_capacity, uint64_t seed,
+                  struct admit_tinylfu **out)
+{
+	struct admit_tinylfu_config cfg = { .cache_capacity = cache_capacity,
+	                                    .seed = seed };
+
+	return admit_tinylfu_new_config(&cfg, out);
+}
+
+void
+admit_tinylfu_free(struct admit_tinylfu *t)
+{
+	if (!t)
+		return;
+	admit_cbf_free(t->door);
+	admit_cuckoo_free(t->freq);
+	admit_table_free(t, sizeof(*t));
+}
+
+static void
+age(struct admit_tinylfu *t)
+{
+	/* acquire/release: the flag is a try-lock; its release in the previous
+	 * aging pairs with this acquire (the structures order themselves). */
+	if (atomic_flag_test_and_set_explicit(&t->aging, memory_order_acquire))
+		return;
+	admit_cuckoo_halve(t->freq);
+	admit_cbf_clear(t->door);
+	/* relaxed: a hint (see count()). */
+	atomic_store_explicit(&t->crowded, false, memory_order_relaxed);
+	bump(&t->agings);
+	atomic_flag_clear_explicit(&t->aging, memory_order_release);
+}
+
+uint64_t
+admit_tinylfu_hash(const struct admit_tinylfu *t, const void *key, size_t len)
+{
+	if (!t || (!key && len))
+		return 0;
+	return admit_hash(key, len, t->seed);
+}
+
+/* A second or later sighting in this sample: count it in the frequency
+ * store.  Once the store has been found full, new keys replace the lowest
+ * count of their own two buckets without searching the table for a cuckoo
+ * path that does not exist; aging frees slots and clears the flag. */
+static void
+count(struct admit_tinylfu *t, uint64_t h)
+{
+	/* relaxed: a hint; a stale value costs one search or one replacement
+	 * that a search might have avoided. */
+	bool crowded = atomic_load_explicit(&t->crowded, memory_order_relaxed);
+	bool replaced;
+
+	cuckoo_increment_replacing(t->freq, &h, sizeof(h), !crowded, &replaced);
+	if (!replaced)
+		return;
+	bump(&t->replaced);
+	if (!crowded)
+		/* relaxed: as above. */
+		atomic_store_explicit(&t->crowded, true, memory_order_relaxed);
+}
+
+enum admit_status
+admit_tinylfu_record_hash(struct admit_tinylfu *t, uint64_t h)
+{
+	struct tlfu_stripe *s;
+	uint64_t n;
+
+	if (!t)
+		return ADMIT_EINVAL;
+	if (!cbf_add_if_absent_hash(t->door, h))
+		count(t, h);
+
+	s = stripe_of_thread(t);
+	/* relaxed: a count; the aging it triggers synchronises by itself. */
+	n = atomic_fetch_add_explicit(&s->records, 1, memory_order_relaxed) + 1;
+	if (n % t->batch == 0) {
+		/* relaxed: as above. */
+		uint64_t old = atomic_fetch_add_explicit(&t->total, t->batch,
+		                                         memory_order_relaxed);
+
+		if ((old + t->batch) / t->window != old / t->window)
+			age(t);
+	}
+	return ADMIT_OK;
+}
+
+enum admit_status
+admit_tinylfu_record(struct admit_tinylfu *t, const void *key, size_t len)
+{
+	if (!t || (!key && len))
+		return ADMIT_EINVAL;
+	return admit_tinylfu_record_hash(t, admit_hash(key, len, t->seed));
+}
+
+unsigned
+admit_tinylfu_estimate_hash(const struct admit_tinylfu *t, uint64_t h)
+{
+	if (!t)
+		return 0;
+	return (cbf_estimate_hash(t->door, h) > 0) +
+	       admit_cuckoo_count(t->freq, &h, sizeof(h));
+}
+
+unsigned
+admit_tinylfu_estimate(const struct admit_tinylfu *t, const void *key,
+                       size_t len)
+{
+	if (!t || (!key && len))
+		return 0;
+	return admit_tinylfu_estimate_hash(t, admit_hash(key, len, t->seed));
+}
+
+bool
+admit_tinylfu_admit_hash(struct admit_tinylfu *t, uint64_t candidate,
+                         uint64_t victim)
+{
+	unsigned ce, ve;
+	uint64_t r;
+
+	if (!t)
+		return false;
+	ce = admit_tinylfu_estimate_hash(t, candidate);
+	ve = admit_tinylfu_estimate_hash(t, victim);
+	if (ce > ve)
+		return true;
+	if (ce < t->warm || t->chance_shift >= 64)
+		return false;
+	/* relaxed: each caller only needs a distinct point of the sequence. */
+	r = mix64(atomic_fetch_add_explicit(&stripe_of_thread(t)->rng, GOLDEN,
+	                                    memory_order_relaxed) + GOLDEN);
+	if (r >> (64 - t->chance_shift))
+		return false;
+	bump(&t->random_admits);
+	return true;
+}
+
+bool
+admit_tinylfu_admit(struct admit_tinylfu *t, const void *candidate, size_t clen,
+                    const void *victim, size_t vlen)
+{
+	if (!t || (!candidate && clen) || (!victim && vlen))
+		return false;
+	return admit_tinylfu_admit_hash(t, admit_hash(candidate, clen, t->seed),
+	                                admit_hash(victim, vlen, t->seed));
+}
+
+size_t
+admit_tinylfu_memory(const struct admit_tinylfu *t)
+{
+	return t ? admit_cbf_memory(t->door) + admit_cuckoo_memory(t->freq) : 0;
+}
+
+enum admit_status
+admit_tinylfu_stats(const struct admit_tinylfu *t,
+                    struct admit_tinylfu_stats *out)
+{
+	uint64_t records = 0;
+
+	if (!t || !out)
+		return ADMIT_EINVAL;
+	/* relaxed, all: statistics. */
+	for (unsigned i = 0; i < STRIPES; i++)
+		records += atomic_load_explicit(&t->stripe[i].records,
+		                                memory_order_relaxed);
+	out->sample_size = t->window;
+	out->records = records;
+	out->agings = atomic_load_explicit(&t->agings, memory_order_relaxed);
+	out->replaced = atomic_load_explicit(&t->replaced, memory_order_relaxed);
+	out->random_admits = atomic_load_explicit(&t->random_admits,
+	                                          memory_order_relaxed);
+	return ADMIT_OK;
+}

@@ -1,0 +1,435 @@
+/*
+ * Unit tests for admit_lru: exact LRU order, capacity bounds, admission,
+ * the window's adaptation, bad input.  Seeds are fixed.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <admit/admit.h>
+
+#include "testutil.h"
+
+#define SEED 0x1badcafeull
+
+static struct admit_lru *
+make(uint64_t cap, uint64_t bytes, enum admit_lru_policy pol, unsigned shards)
+{
+	struct admit_lru_config cfg = {
+		.capacity = cap, .capacity_bytes = bytes, .policy = pol,
+		.shards = shards, .seed = SEED,
+	};
+	struct admit_lru *c = NULL;
+
+	ck_assert_int_eq(admit_lru_new(&cfg, &c), ADMIT_OK);
+	ck_assert_ptr_nonnull(c);
+	return c;
+}
+
+static bool
+has(struct admit_lru *c, uint64_t i)
+{
+	size_t vlen;
+
+	return admit_lru_get(c, KEY(i), NULL, 0, &vlen) != ADMIT_NOTFOUND;
+}
+
+START_TEST(test_bad_config)
+{
+	struct admit_lru *c = (struct admit_lru *)0x1;
+	struct admit_lru_config ok = { .capacity = 100 };
+	const struct admit_lru_config bad[] = {
+		{ .capacity = 0 },
+		{ .capacity = ADMIT_LRU_MAX_CAPACITY + 1 },
+		{ .capacity = UINT64_MAX },
+		{ .capacity_bytes = UINT64_MAX },
+		{ .capacity_bytes = ADMIT_LRU_MAX_BYTES + 1 },
+		{ .capacity = 100, .policy = (enum admit_lru_policy)17 },
+		{ .capacity = 100, .policy = ADMIT_LRU_WTINYLFU, .window_percent = 100 },
+		{ .capacity = 100, .shards = 3 },
+		{ .capacity = 100, .shards = 128 },
+		{ .capacity = 1 << 20, .shards = ADMIT_LRU_MAX_SHARDS * 2 },
+	};
+
+	ck_assert_int_eq(admit_lru_new(NULL, &c), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_new(&ok, NULL), ADMIT_EINVAL);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(admit_lru_new(&bad[i], &c), ADMIT_EINVAL);
+		ck_assert_ptr_eq(c, (struct admit_lru *)0x1);
+	}
+	ok.shards = 64;
+	ck_assert_int_eq(admit_lru_new(&ok, &c), ADMIT_OK);
+	admit_lru_free(c);
+	admit_lru_free(NULL);
+}
+END_TEST
+
+START_TEST(test_bad_args)
+{
+	struct admit_lru *c = make(10, 0, ADMIT_LRU_ADAPTIVE, 1);
+	struct admit_lru_stats st;
+	char buf[4];
+	size_t vlen = 77;
+
+	ck_assert_int_eq(admit_lru_get(NULL, "k", 1, buf, 4, &vlen), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_get(c, NULL, 1, buf, 4, &vlen), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_get(c, "k", 1, NULL, 4, &vlen), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_get(c, "k", 1, buf, 4, NULL), ADMIT_EINVAL);
+	ck_assert_uint_eq(vlen, 77);
+	ck_assert_int_eq(admit_lru_set(NULL, "k", 1, "v", 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set(c, NULL, 1, "v", 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set(c, "k", 1, NULL, 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_delete(NULL, "k", 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_delete(c, NULL, 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_stats(NULL, &st), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_stats(c, NULL), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_stats(c, &st), ADMIT_OK);
+	ck_assert_uint_eq(st.entries + st.hits + st.misses, 0);
+	admit_lru_free(c);
+}
+END_TEST
+
+/* A hand-made sequence with a known LRU outcome. */
+START_TEST(test_lru_by_hand)
+{
+	struct admit_lru *c = make(3, 0, ADMIT_LRU_PLAIN, 1);
+	struct admit_lru_stats st;
+	char buf[8];
+	size_t vlen;
+
+	ck_assert_int_eq(admit_lru_set(c, "a", 1, "1", 1), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_set(c, "b", 1, "2", 1), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_set(c, "c", 1, "3", 1), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_get(c, "a", 1, buf, sizeof(buf), &vlen), ADMIT_OK);
+	ck_assert(vlen == 1 && buf[0] == '1');
+	ck_assert_int_eq(admit_lru_set(c, "d", 1, "4", 1), ADMIT_OK); /* b goes */
+	ck_assert_int_eq(admit_lru_get(c, "b", 1, buf, sizeof(buf), &vlen), ADMIT_NOTFOUND);
+	ck_assert_int_eq(admit_lru_set(c, "c", 1, "33", 2), ADMIT_OK); /* c is MRU */
+	ck_assert_int_eq(admit_lru_set(c, "e", 1, "5", 1), ADMIT_OK); /* a goes */
+	ck_assert_int_eq(admit_lru_get(c, "a", 1, buf, sizeof(buf), &vlen), ADMIT_NOTFOUND);
+	ck_assert_int_eq(admit_lru_get(c, "c", 1, buf, sizeof(buf), &vlen), ADMIT_OK);
+	ck_assert(vlen == 2 && memcmp(buf, "33", 2) == 0);
+	ck_assert_int_eq(admit_lru_get(c, "d", 1, buf, sizeof(buf), &vlen), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_get(c, "e", 1, buf, sizeof(buf), &vlen), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_stats(c, &st), ADMIT_OK);
+	ck_assert_uint_eq(st.entries, 3);
+	ck_assert_uint_eq(st.evicted, 2);
+	ck_assert_uint_eq(st.hits, 4);
+	ck_assert_uint_eq(st.misses, 2);
+	ck_assert_uint_eq(st.admitted + st.rejected, 0);
+	admit_lru_free(c);
+}
+END_TEST
+
+/* Plain LRU against a reference model on a long random sequence. */
+START_TEST(test_lru_model)
+{
+	enum { CAP = 37, KEYS = 120, OPS = 60000 };
+	struct admit_lru *c = make(CAP, 0, ADMIT_LRU_PLAIN, 1);
+	uint64_t model[CAP], rng = 7; /* model[0] is the MRU key */
+	size_t used = 0, vlen;
+	struct tally t = TALLY_INIT;
+
+	for (uint64_t op = 0; op < OPS; op++) {
+		uint64_t k = test_key(rng++) % KEYS, got = 0;
+		size_t pos;
+		bool hit;
+
+		for (pos = 0; pos < used && model[pos] != k; pos++)
+			;
+		hit = admit_lru_get(c, &k, sizeof(k), &got, sizeof(got), &vlen) == ADMIT_OK;
+		tally(&t, hit == (pos < used) && (!hit || got == k * 3), op);
+		if (!hit)
+			tally(&t, admit_lru_set(c, &k, sizeof(k), &(uint64_t){ k * 3 },
+			                        sizeof(uint64_t)) == ADMIT_OK, op);
+		if (pos == used && used < CAP)
+			used++;
+		if (pos == used)
+			pos = used - 1;  /* the LRU key falls out */
+		memmove(&model[1], &model[0], pos * sizeof(model[0]));
+		model[0] = k;
+	}
+	ck_assert_tally(t, "LRU differs from the model");
+	admit_lru_free(c);
+}
+END_TEST
+
+static const enum admit_lru_policy all_policies[] = {
+	ADMIT_LRU_ADAPTIVE, ADMIT_LRU_WTINYLFU, ADMIT_LRU_TINYLFU, ADMIT_LRU_PLAIN,
+};
+
+/* Byte capacity holds after every set, whatever the policy and sizes. */
+START_TEST(test_byte_capacity)
+{
+	enum { BYTES = 20000 };
+	struct admit_lru *c = make(0, BYTES, all_policies[_i], 4);
+	static unsigned char val[BYTES / 4];
+	struct admit_lru_stats st, after;
+	struct tally t = TALLY_INIT;
+	uint64_t rng = 99;
+
+	for (uint64_t i = 0; i < 20000; i++) {
+		uint64_t k = test_key(rng++) % 3000;
+		size_t vlen = (size_t)(test_key(rng++) % 700);
+		enum admit_status s = admit_lru_set(c, &k, sizeof(k), val, vlen);
+
+		tally(&t, s == ADMIT_OK || s == ADMIT_REJECTED, i);
+		admit_lru_stats(c, &st);
+		tally(&t, st.bytes <= BYTES, i);
+		if (i % 7 == 0)
+			admit_lru_delete(c, &k, sizeof(k));
+	}
+	ck_assert_tally(t, "byte capacity");
+	admit_lru_stats(c, &st);
+	ck_assert_uint_gt(st.entries, 0);
+	ck_assert_uint_gt(st.bytes, BYTES / 2);
+	/* An entry that cannot fit a shard is refused, the cache unchanged. */
+	ck_assert_int_eq(admit_lru_set(c, "big", 3, val, BYTES / 4), ADMIT_FULL);
+	ck_assert_int_eq(admit_lru_stats(c, &after), ADMIT_OK);
+	ck_assert_uint_eq(after.bytes, st.bytes);
+	ck_assert_uint_eq(after.entries, st.entries);
+	admit_lru_free(c);
+}
+END_TEST
+
+/* Entry capacity: never more entries than asked, for every policy. */
+START_TEST(test_entry_capacity)
+{
+	struct admit_lru *c = make(500, 0, all_policies[_i], 4);
+	struct admit_lru_stats st;
+	struct tally t = TALLY_INIT;
+
+	for (uint64_t i = 0; i < 30000; i++) {
+		uint64_t k = test_key(i) % 5000;
+		size_t vlen;
+
+		if (admit_lru_get(c, &k, sizeof(k), NULL, 0, &vlen) == ADMIT_NOTFOUND)
+			admit_lru_set(c, &k, sizeof(k), NULL, 0);
+		admit_lru_stats(c, &st);
+		tally(&t, st.entries <= 500, i);
+	}
+	ck_assert_tally(t, "entry capacity");
+	ck_assert_uint_eq(st.entries, 500);
+	ck_assert_uint_eq(st.hits + st.misses, 30000);
+	admit_lru_free(c);
+}
+END_TEST
+
+/* A key seen once does not displace keys seen often. */
+START_TEST(test_admission_rejects_cold)
+{
+	enum { CAP = 100 };
+	struct admit_lru *c = make(CAP, 0, ADMIT_LRU_TINYLFU, 1);
+	struct admit_lru_stats st;
+	size_t vlen, present = 0;
+
+	for (int round = 0; round < 5; round++)
+		for (uint64_t i = 0; i < CAP; i++)
+			if (admit_lru_get(c, KEY(i), NULL, 0, &vlen) == ADMIT_NOTFOUND)
+				ck_assert_int_eq(admit_lru_set(c, KEY(i), "", 0), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_set(c, KEY(1000), "", 0), ADMIT_REJECTED);
+	ck_assert(!has(c, 1000));
+	for (uint64_t i = 0; i < CAP; i++)
+		present += has(c, i);
+	ck_assert_uint_eq(present, CAP);
+	admit_lru_stats(c, &st);
+	ck_assert_uint_eq(st.rejected, 1);
+	ck_assert_uint_eq(st.admitted, 0);
+	admit_lru_free(c);
+}
+END_TEST
+
+/* A one-off scan of 10 x the capacity leaves most of a hot set in place
+ * under the windowed policies; under plain LRU it flushes all of it. */
+START_TEST(test_scan_resistance)
+{
+	enum { CAP = 200, HOT = 150 };
+	struct admit_lru *c = make(CAP, 0, all_policies[_i], 1);
+	size_t vlen, present = 0;
+
+	for (int round = 0; round < 8; round++)
+		for (uint64_t i = 0; i < HOT; i++)
+			if (admit_lru_get(c, KEY(i), NULL, 0, &vlen) == ADMIT_NOTFOUND)
+				admit_lru_set(c, KEY(i), "", 0);
+	for (uint64_t i = 0; i < 10 * CAP; i++)
+		if (admit_lru_get(c, KEY(1000000 + i), NULL, 0, &vlen) == ADMIT_NOTFOUND)
+			admit_lru_set(c, KEY(1000000 + i), "", 0);
+	for (uint64_t i = 0; i < HOT; i++)
+		present += has(c, i);
+	if (all_policies[_i] == ADMIT_LRU_PLAIN)
+		ck_assert_uint_eq(present, 0);
+	else
+		ck_assert_msg(present >= HOT * 9 / 10, "%zu of %d hot keys left",
+		              present, HOT);
+	admit_lru_free(c);
+}
+END_TEST
+
+START_TEST(test_small_buffer)
+{
+	struct admit_lru *c = make(10, 0, ADMIT_LRU_ADAPTIVE, 1);
+	struct admit_lru_stats st;
+	char buf[16] = "untouched";
+	size_t vlen = 0;
+
+	ck_assert_int_eq(admit_lru_set(c, "k", 1, "0123456789", 10), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_get(c, "k", 1, buf, 5, &vlen), ADMIT_FULL);
+	ck_assert_uint_eq(vlen, 10);
+	ck_assert_str_eq(buf, "untouched");
+	ck_assert_int_eq(admit_lru_get(c, "k", 1, NULL, 0, &vlen), ADMIT_FULL);
+	ck_assert_uint_eq(vlen, 10);
+	admit_lru_stats(c, &st);
+	ck_assert_uint_eq(st.hits + st.misses, 0);
+	ck_assert_int_eq(admit_lru_get(c, "k", 1, buf, 10, &vlen), ADMIT_OK);
+	ck_assert(vlen == 10 && memcmp(buf, "0123456789", 10) == 0);
+	admit_lru_free(c);
+}
+END_TEST
+
+START_TEST(test_empty_key_and_value)
+{
+	struct admit_lru *c = make(0, 4096, all_policies[_i], 1);
+	struct admit_lru_stats st;
+	char buf[4];
+	size_t vlen = 9;
+
+	ck_assert_int_eq(admit_lru_set(c, NULL, 0, NULL, 0), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_get(c, "", 0, NULL, 0, &vlen), ADMIT_OK);
+	ck_assert_uint_eq(vlen, 0);
+	ck_assert_int_eq(admit_lru_set(c, "", 0, "xy", 2), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_set(c, "x", 1, "", 0), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_get(c, NULL, 0, buf, sizeof(buf), &vlen), ADMIT_OK);
+	ck_assert(vlen == 2 && memcmp(buf, "xy", 2) == 0);
+	admit_lru_stats(c, &st);
+	ck_assert_uint_eq(st.entries, 2);
+	ck_assert_uint_eq(st.bytes, 2 + 1 + 2 * ADMIT_LRU_ENTRY_OVERHEAD);
+	ck_assert_int_eq(admit_lru_delete(c, "", 0), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_delete(c, "", 0), ADMIT_NOTFOUND);
+	ck_assert_int_eq(admit_lru_get(c, "", 0, buf, sizeof(buf), &vlen), ADMIT_NOTFOUND);
+	admit_lru_stats(c, &st);
+	ck_assert_uint_eq(st.entries, 1);
+	ck_assert_uint_eq(st.bytes, 1 + ADMIT_LRU_ENTRY_OVERHEAD);
+	admit_lru_free(c);
+}
+END_TEST
+
+/* The hill climber moves the window away from its initial 1 %, and keeps
+ * it within the capacity. */
+START_TEST(test_window_adapts)
+{
+	enum { CAP = 500 };
+	struct admit_lru *c = make(CAP, 0, ADMIT_LRU_ADAPTIVE, 1);
+	struct admit_lru_stats st;
+	uint64_t first, lo = UINT64_MAX, hi = 0;
+	size_t vlen;
+
+	admit_lru_stats(c, &st);
+	first = st.window;
+	ck_assert_uint_eq(first, 5);
+	/* Recency-friendly phase (a sliding working set), then a Zipf-ish
+	 * frequency phase: some sample must move the window. */
+	for (uint64_t i = 0; i < 100000; i++) {
+		uint64_t k = i < 50000 ? i / 4 + (test_key(i) % 300)
+		                       : test_key(i) % (1 + test_key(i + 1) % 10000);
+
+		if (admit_lru_get(c, &k, sizeof(k), NULL, 0, &vlen) == ADMIT_NOTFOUND)
+			admit_lru_set(c, &k, sizeof(k), NULL, 0);
+		if (i % 500 == 0) {
+			admit_lru_stats(c, &st);
+			lo = st.window < lo ? st.window : lo;
+			hi = st.window > hi ? st.window : hi;
+		}
+	}
+	ck_assert_msg(lo != first || hi != first, "window stayed at %llu",
+	              (unsigned long long)first);
+	ck_assert_uint_ge(lo, 1);
+	ck_assert_uint_le(hi, CAP);
+	admit_lru_free(c);
+}
+END_TEST
+
+/* A short concurrent smoke test (the long one is stress/stress_cache):
+ * every value read carries its own key. */
+struct worker {
+	struct admit_lru *c;
+	uint64_t seed, bad;
+};
+
+static void *
+worker(void *arg)
+{
+	struct worker *w = arg;
+
+	for (uint64_t i = 0; i < 20000; i++) {
+		uint64_t k = test_key(w->seed + i) % 400, v[2];
+		size_t vlen;
+
+		switch (i % 8) {
+		case 0:
+			admit_lru_delete(w->c, &k, sizeof(k));
+			break;
+		case 1:
+		case 2:
+			v[0] = k;
+			v[1] = ~k;
+			admit_lru_set(w->c, &k, sizeof(k), v, sizeof(v));
+			break;
+		default:
+			if (admit_lru_get(w->c, &k, sizeof(k), v, sizeof(v), &vlen) == ADMIT_OK)
+				w->bad += vlen != sizeof(v) || v[0] != k || v[1] != ~k;
+		}
+	}
+	return NULL;
+}
+
+START_TEST(test_threads)
+{
+	struct admit_lru *c = make(100, 0, all_policies[_i], 4);
+	struct worker w[4];
+	pthread_t tid[4];
+	struct admit_lru_stats st;
+
+	for (int t = 0; t < 4; t++) {
+		w[t] = (struct worker){ c, (uint64_t)t * 1000003, 0 };
+		ck_assert_int_eq(pthread_create(&tid[t], NULL, worker, &w[t]), 0);
+	}
+	for (int t = 0; t < 4; t++) {
+		pthread_join(tid[t], NULL);
+		ck_assert_uint_eq(w[t].bad, 0);
+	}
+	admit_lru_stats(c, &st);
+	ck_assert_uint_le(st.entries, 100);
+	admit_lru_free(c);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("lru");
+	TCase *tc = tcase_create("lru");
+	SRunner *sr;
+	int failed;
+	int np = (int)(sizeof(all_policies) / sizeof(all_policies[0]));
+
+	tcase_add_test(tc, test_bad_config);
+	tcase_add_test(tc, test_bad_args);
+	tcase_add_test(tc, test_lru_by_hand);
+	tcase_add_test(tc, test_lru_model);
+	tcase_add_loop_test(tc, test_byte_capacity, 0, np);
+	tcase_add_loop_test(tc, test_entry_capacity, 0, np);
+	tcase_add_test(tc, test_admission_rejects_cold);
+	tcase_add_loop_test(tc, test_scan_resistance, 0, np);
+	tcase_add_test(tc, test_small_buffer);
+	tcase_add_loop_test(tc, test_empty_key_and_value, 0, np);
+	tcase_add_test(tc, test_window_adapts);
+	tcase_add_loop_test(tc, test_threads, 0, np);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
