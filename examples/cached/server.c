@@ -44,6 +44,7 @@
 
 #define OUT_HIGH (256u << 10)
 #define IN_MIN 4096u
+#define DRAIN_SECONDS 2
 
 struct options {
 	const char *listen, *port;
@@ -103,7 +104,9 @@ struct conn {
 	struct cached_req req;   /* READ_DATA: its key is in key[] */
 	char key[CACHED_KEY_MAX];
 	time_t last_progress;
-	bool closing, want_in, want_out;  /* want_*: the epoll interest */
+	bool closing;            /* no more requests: answer, then close */
+	bool draining;           /* closing, answered: discard input */
+	bool want_in, want_out;  /* the epoll interest */
 };
 
 static void
@@ -565,8 +568,13 @@ flush_out(struct conn *c)
 			c->out = NULL;
 			c->out_cap = 0;
 		}
-		if (c->closing)
-			return false;
+		/* Half-close, then read until the client closes: closing
+		 * with unread input would reset the connection and could
+		 * destroy the reply before the client reads it. */
+		if (c->closing && !c->draining) {
+			shutdown(c->fd, SHUT_WR);
+			c->draining = true;
+		}
 	}
 	return true;
 }
@@ -579,6 +587,12 @@ conn_io(struct conn *c, uint32_t events)
 
 	if (events & EPOLLERR)
 		return false;
+	if (c->draining) {
+		char sink[4096];
+		ssize_t n = recv(c->fd, sink, sizeof(sink), 0);
+
+		return n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR));
+	}
 	if ((events & (EPOLLIN | EPOLLHUP)) && c->want_in) {
 		ssize_t n;
 
@@ -612,7 +626,7 @@ conn_io(struct conn *c, uint32_t events)
 		}
 	}
 	/* No new request is read while the client does not read its replies. */
-	want_in = !c->closing && pending_out(c) < OUT_HIGH;
+	want_in = c->draining || (!c->closing && pending_out(c) < OUT_HIGH);
 	set_interest(c, want_in, pending_out(c) != 0);
 	return true;
 }
@@ -672,17 +686,19 @@ accept_all(struct worker *w)
 	}
 }
 
+/* Closes connections idle past --idle-timeout, and answered ones whose
+ * client has not closed within DRAIN_SECONDS. */
 static void
 close_idle(struct worker *w, time_t now)
 {
-	unsigned limit = w->srv->opt.idle_timeout;
+	time_t limit = (time_t)w->srv->opt.idle_timeout;
 
-	if (!limit)
-		return;
 	for (struct conn *c = w->conns, *next; c; c = next) {
+		time_t idle = now - c->last_progress;
+
 		next = c->next;
-		if (now - c->last_progress >= (time_t)limit) {
-			add(&w->ctr.closed_limits, 1);
+		if (c->draining ? idle >= DRAIN_SECONDS : limit && idle >= limit) {
+			add(&w->ctr.closed_limits, !c->draining);
 			conn_close(c);
 		}
 	}
