@@ -4,13 +4,15 @@
  *
  *   cache_sim [--policies lru,tinylfu,wtinylfu,adaptive,opt] [--sizes N,N,...]
  *             [--format auto|text|arc|lirs|i32be|i64be] [--csv]
- *             [--plot FILE.png] [--threads N] [--shards N] [--seed N] [TRACE]
+ *             [--plot FILE.png] [--threads N] [--shards N] [--window PERCENT]
+ *             [--seed N] [TRACE]
  *
  * Every policy but opt is a real admit_lru (one shard by default, so lru is
  * exact global LRU); a request is a get, and a miss is followed by a set of
  * the key, as a read-through cache does.  opt is Belady's optimum.  With no
- * TRACE, a built-in workload runs: Zipf(0.9) over 1 M keys, interrupted every
- * 100,000 requests by a scan of 20,000 keys that are never seen again.
+ * TRACE, a built-in workload runs: 1 M requests, Zipf(0.9) over 1 M keys,
+ * interrupted every 100,000 requests by a scan of 20,000 keys that are never
+ * seen again; cache sizes 1,000, 10,000 and 100,000 unless --sizes says.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -50,7 +52,7 @@ struct options {
 	enum trace_format format;
 	bool csv;
 	const char *plot, *trace;
-	unsigned threads, shards;
+	unsigned threads, shards, window;
 	uint64_t seed;
 };
 
@@ -60,9 +62,11 @@ usage(FILE *f)
 	fprintf(f,
 	        "usage: cache_sim [--policies lru,tinylfu,wtinylfu,adaptive,opt] [--sizes N,N,...]\n"
 	        "                 [--format auto|text|arc|lirs|i32be|i64be] [--csv] [--plot FILE.png]\n"
-	        "                 [--threads N] [--shards N] [--seed N] [TRACE]\n"
+	        "                 [--threads N] [--shards N] [--window PERCENT] [--seed N] [TRACE]\n"
 	        "Replays TRACE (gzip and xz read directly; none = a built-in Zipf + scans\n"
-	        "workload) through each policy at each cache size and prints the hit ratios.\n");
+	        "workload) through each policy at each cache size and prints the hit ratios.\n"
+	        "--window sets wtinylfu's fixed window (default 1 %%); --shards and --threads\n"
+	        "show what sharding and concurrency cost in hit ratio.\n");
 }
 
 static bool
@@ -173,6 +177,8 @@ parse_args(int argc, char **argv, struct options *o)
 		} else if (!strcmp(a, "--shards") && parse_u64(v, &n) && n >= 1 &&
 		           n <= ADMIT_LRU_MAX_SHARDS && (n & (n - 1)) == 0) {
 			o->shards = (unsigned)n;
+		} else if (!strcmp(a, "--window") && parse_u64(v, &n) && n >= 1 && n <= 99) {
+			o->window = (unsigned)n;
 		} else if (!strcmp(a, "--seed") && parse_u64(v, &n) && n > 0) {
 			o->seed = n;
 		} else {
@@ -187,7 +193,7 @@ parse_args(int argc, char **argv, struct options *o)
 /* ---- the built-in workload ---------------------------------------------- */
 
 #define BUILTIN_KEYS 1000000u
-#define BUILTIN_REQUESTS 2000000u
+#define BUILTIN_REQUESTS 1000000u
 #define BUILTIN_SCAN_EVERY 100000u
 #define BUILTIN_SCAN_LEN 20000u
 
@@ -294,7 +300,7 @@ replay(const struct options *o, enum admit_lru_policy policy, uint64_t size,
 {
 	struct admit_lru_config cfg = {
 		.capacity = size, .policy = policy, .shards = o->shards,
-		.seed = o->seed,
+		.window_percent = o->window, .seed = o->seed,
 	};
 	struct replay r[256];
 	pthread_t tid[256];
@@ -452,7 +458,12 @@ main(int argc, char **argv)
 		name = "builtin-zipf0.9+scans";
 	}
 	distinct = count_distinct(keys, n);
-	if (o.nsizes == 0) {
+	if (o.nsizes == 0 && !o.trace) {
+		o.sizes[0] = 1000;
+		o.sizes[1] = 10000;
+		o.sizes[2] = 100000;
+		o.nsizes = 3;
+	} else if (o.nsizes == 0) {
 		/* 0.5 % to 20 % of the distinct keys. */
 		static const unsigned per_mille[] = { 5, 10, 20, 50, 100, 200 };
 

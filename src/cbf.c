@@ -24,7 +24,7 @@
 #define BLOCK_WORDS 8
 #define BLOCK_COUNTERS (BLOCK_WORDS * 16)
 #define POS_BITS 7 /* log2(BLOCK_COUNTERS) */
-#define MAX_HASHES 32u
+
 #define NIBBLE_LOW 0x7777777777777777ull /* a halved word's surviving bits */
 
 struct admit_cbf {
@@ -39,6 +39,7 @@ struct admit_cbf {
 struct cbf_key {
 	_Atomic uint64_t *block;
 	uint64_t nibbles[BLOCK_WORDS];
+	uint8_t pos[CBF_MAX_HASHES];
 };
 
 static inline uint64_t
@@ -52,8 +53,8 @@ mix64(uint64_t x)
 static void
 locate(const struct admit_cbf *f, uint64_t h, struct cbf_key *key)
 {
-	uint64_t bits = mix64(h ^ 0x9e3779b97f4a7c15ull);
-	unsigned left = 64 / POS_BITS;
+	uint64_t bits = 0;
+	unsigned left = 0, word = 0;
 
 	key->block = f->words +
 	    (uint64_t)(((unsigned __int128)h * f->blocks) >> 64) * BLOCK_WORDS;
@@ -62,13 +63,16 @@ locate(const struct admit_cbf *f, uint64_t h, struct cbf_key *key)
 	for (unsigned i = 0; i < f->k; i++) {
 		unsigned p;
 
+		/* Nine positions per 64-bit word of a counter-mode stream: fresh
+		 * bits for every word, none reused from the block index. */
 		if (left == 0) {
-			bits = mix64(bits + 0x9e3779b97f4a7c15ull);
+			bits = mix64(h + ++word * 0x9e3779b97f4a7c15ull);
 			left = 64 / POS_BITS;
 		}
 		p = bits & (BLOCK_COUNTERS - 1);
 		bits >>= POS_BITS;
 		left--;
+		key->pos[i] = (uint8_t)p;
 		key->nibbles[p / 16] |= 1ull << (p % 16 * 4);
 	}
 }
@@ -162,7 +166,7 @@ admit_cbf_new(uint64_t n, double fpr, uint64_t seed, struct admit_cbf **out)
 	if (!f)
 		return ADMIT_NOMEM;
 	f->blocks = (uint64_t)ceil(m / BLOCK_COUNTERS);
-	f->k = k < 1 ? 1 : k > MAX_HASHES ? MAX_HASHES : (unsigned)k;
+	f->k = k < 1 ? 1 : k > CBF_MAX_HASHES ? CBF_MAX_HASHES : (unsigned)k;
 	f->seed = seed ? seed : admit_random_seed();
 	f->words = admit_table_alloc(admit_cbf_memory(f));
 	if (!f->words) {
@@ -281,6 +285,28 @@ admit_cbf_clear(struct admit_cbf *f)
 		/* relaxed: see the file comment. */
 		atomic_store_explicit(&f->words[i], 0, memory_order_relaxed);
 	return ADMIT_OK;
+}
+
+void
+cbf_counter_indexes(const struct admit_cbf *f, const void *key, size_t len,
+                    uint64_t idx[])
+{
+	struct cbf_key k;
+	uint64_t base;
+
+	locate(f, admit_hash(key, len, f->seed), &k);
+	base = (uint64_t)(k.block - f->words) / BLOCK_WORDS * BLOCK_COUNTERS;
+	for (unsigned i = 0; i < f->k; i++)
+		idx[i] = base + k.pos[i];
+}
+
+unsigned
+cbf_counter_get(const struct admit_cbf *f, uint64_t idx)
+{
+	/* relaxed: see the file comment. */
+	uint64_t w = atomic_load_explicit(&f->words[idx / 16], memory_order_relaxed);
+
+	return (unsigned)(w >> (idx % 16 * 4)) & 15u;
 }
 
 uint64_t

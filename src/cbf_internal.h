@@ -10,9 +10,18 @@
 
 #include <admit/cbf.h>
 
+/* k never exceeds this (fpr >= ADMIT_CBF_MIN_FPR gives k <= 30). */
+#define CBF_MAX_HASHES 32u
+
 /* h is any well-mixed 64-bit hash of the key (admit_hash() with some seed);
  * the filter's own seed is not applied again. */
 void cbf_add_hash(struct admit_cbf *f, uint64_t h);
 unsigned cbf_estimate_hash(const struct admit_cbf *f, uint64_t h);
+
+/* For tests: the indexes (0 .. m-1) of key's k counters, in hash order and
+ * with any repeats, and the value of one counter. */
+void cbf_counter_indexes(const struct admit_cbf *f, const void *key, size_t len,
+                         uint64_t idx[]);
+unsigned cbf_counter_get(const struct admit_cbf *f, uint64_t idx);
 
 #endif /* ADMIT_CBF_INTERNAL_H */

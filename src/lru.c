@@ -329,9 +329,18 @@ climb(const struct admit_lru *c, struct shard *s)
 		uint64_t q = (uint64_t)adjust < s->protected_max
 		             ? (uint64_t)adjust : s->protected_max;
 
+		struct entry *e;
+
 		s->protected_max -= q;
 		s->window_max += q;
 		demote_protected_overflow(c, s);
+		/* Caffeine fills the grown window at once with main's coldest
+		 * entries, so that new keys keep competing for their place. */
+		while (s->weight[SEG_WINDOW] < s->window_max &&
+		       ((e = list_lru(&s->seg[SEG_PROBATION])) ||
+		        (e = list_lru(&s->seg[SEG_PROTECTED]))) &&
+		       s->weight[SEG_WINDOW] + weight_of(c, e) <= s->window_max)
+			seg_move(c, s, e, SEG_WINDOW);
 	} else if (adjust < 0 && s->window_max > 1) {
 		uint64_t q = (uint64_t)-adjust < s->window_max - 1
 		             ? (uint64_t)-adjust : s->window_max - 1;
@@ -356,6 +365,14 @@ count_request(const struct admit_lru *c, struct shard *s, bool hit)
 		s->st.misses++;
 	if (c->policy != ADMIT_LRU_ADAPTIVE)
 		return;
+	/* As Caffeine: no sample until the shard is half full, so warming up
+	 * is not read as a workload that favours one direction. */
+	if (s->weight[SEG_WINDOW] + s->weight[SEG_PROBATION] +
+	    s->weight[SEG_PROTECTED] < s->max_weight / 2) {
+		s->sample_hits = s->sample_misses = 0;
+		s->prev_rate = 0;
+		return;
+	}
 	if (hit)
 		s->sample_hits++;
 	else

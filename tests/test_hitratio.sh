@@ -1,0 +1,150 @@
+#!/bin/sh
+# Hit-ratio goals of issue 4, checked with examples/cache_sim on the traces in
+# ../shared/traces and on the built-in workload.
+#   - lru and opt reproduce the published LRU and OPT figures exactly;
+#   - adaptive reaches the best published LRU/ARC/W-TinyLFU figure minus 0.5
+#     point, and comes within 3 points of OPT on gli and loop;
+#   - tinylfu stays within 1 point of lru or above on frequency-heavy traces;
+#   - on the built-in workload the policies keep the same order.
+# A goal adaptive does not reach yet is listed as a known shortfall: the
+# test prints by how much, and asserts a regression floor 1 point below
+# today's figure, so it can still fail.  Skips (77) without ../shared, and in
+# sanitizer builds (the replays take minutes there and test no concurrency).
+set -u
+: "${top_srcdir:=.}" "${top_builddir:=.}" "${SAN_CFLAGS:=}"
+traces="$top_srcdir/../shared/traces"
+sim="$top_builddir/examples/cache_sim"
+if [ ! -d "$traces" ]; then
+	echo "SKIP: no $traces (only a checkout next to shared/ has the traces)"
+	exit 77
+fi
+if [ -n "$SAN_CFLAGS" ]; then
+	echo "SKIP: sanitizer build ($SAN_CFLAGS); run the hit-ratio goals in a plain build"
+	exit 77
+fi
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+S8=250,500,750,1000,1250,1500,1750,2000
+run() { # trace sizes policies
+	"$sim" --csv --sizes "$2" --policies "$3" "$1" >>"$tmp/out.csv" 2>"$tmp/err" ||
+		{ echo "FAIL cache_sim $*"; cat "$tmp/err"; exit 1; }
+}
+run "$traces/OLTP.lis.gz" $S8 lru,tinylfu,adaptive,opt
+run "$traces/gli.trace.gz" $S8 lru,tinylfu,adaptive,opt
+run "$traces/loop.trace.gz" 250,500,750,1000 lru,tinylfu,adaptive,opt
+for t in multi1 multi2 multi3; do
+	run "$traces/$t.trace.gz" $S8 lru,tinylfu
+done
+run "$traces/P3.lis.gz" 32768 lru,tinylfu,adaptive
+run "$traces/scarab-recs.trace.xz" 100000 lru,adaptive,opt
+"$sim" --csv --sizes 10000 --policies lru,tinylfu,adaptive,opt |
+	sed 's/^builtin[^,]*,/builtin,/' >>"$tmp/out.csv" || exit 1
+
+# Rules: trace size policy op bound.  op: eq (to the hundredth), ge, or
+# short (a known shortfall: goal, then the regression floor).  A bound may
+# be "opt-3" or "lru-1": that policy's figure on the same trace and size.
+cat >"$tmp/rules" <<'EOF'
+OLTP.lis.gz 250 lru eq 16.47
+OLTP.lis.gz 500 lru eq 23.45
+OLTP.lis.gz 750 lru eq 28.28
+OLTP.lis.gz 1000 lru eq 32.83
+OLTP.lis.gz 1250 lru eq 36.21
+OLTP.lis.gz 1500 lru eq 38.70
+OLTP.lis.gz 1750 lru eq 40.79
+OLTP.lis.gz 2000 lru eq 42.47
+OLTP.lis.gz 250 opt eq 38.47
+OLTP.lis.gz 500 opt eq 46.43
+OLTP.lis.gz 750 opt eq 50.67
+OLTP.lis.gz 1000 opt eq 53.62
+OLTP.lis.gz 1250 opt eq 55.84
+OLTP.lis.gz 1500 opt eq 57.62
+OLTP.lis.gz 1750 opt eq 59.13
+OLTP.lis.gz 2000 opt eq 60.40
+gli.trace.gz 250 lru eq 0.91
+gli.trace.gz 500 lru eq 0.95
+gli.trace.gz 750 lru eq 1.15
+gli.trace.gz 1000 lru eq 11.21
+gli.trace.gz 1250 lru eq 21.25
+gli.trace.gz 1500 lru eq 36.56
+gli.trace.gz 1750 lru eq 45.04
+gli.trace.gz 2000 lru eq 57.41
+gli.trace.gz 250 opt eq 17.71
+gli.trace.gz 500 opt eq 34.33
+gli.trace.gz 750 opt eq 46.13
+gli.trace.gz 1000 opt eq 53.15
+gli.trace.gz 1250 opt eq 57.31
+loop.trace.gz 250 lru eq 0.00
+loop.trace.gz 500 lru eq 0.00
+loop.trace.gz 750 lru eq 0.00
+loop.trace.gz 1000 lru eq 0.00
+loop.trace.gz 250 opt eq 24.68
+loop.trace.gz 500 opt eq 49.36
+loop.trace.gz 750 opt eq 74.04
+loop.trace.gz 1000 opt eq 98.71
+scarab-recs.trace.xz 100000 lru eq 75.91
+scarab-recs.trace.xz 100000 opt eq 79.25
+P3.lis.gz 32768 lru eq 3.57
+OLTP.lis.gz 250 adaptive short 24.23 23.05
+OLTP.lis.gz 500 adaptive ge 33.20
+OLTP.lis.gz 750 adaptive ge 36.61
+OLTP.lis.gz 1000 adaptive ge 39.45
+OLTP.lis.gz 1250 adaptive short 41.83 40.45
+OLTP.lis.gz 1500 adaptive ge 43.21
+OLTP.lis.gz 1750 adaptive ge 44.51
+OLTP.lis.gz 2000 adaptive ge 45.58
+gli.trace.gz 250 adaptive ge opt-3
+gli.trace.gz 500 adaptive ge opt-3
+gli.trace.gz 750 adaptive ge opt-3
+gli.trace.gz 1000 adaptive ge opt-3
+gli.trace.gz 1250 adaptive short opt-3 50.87
+gli.trace.gz 1500 adaptive short opt-3 52.55
+gli.trace.gz 1750 adaptive ge opt-3
+gli.trace.gz 2000 adaptive ge opt-3
+gli.trace.gz 2000 adaptive ge 56.91
+loop.trace.gz 250 adaptive short opt-3 17.68
+loop.trace.gz 500 adaptive short opt-3 39.33
+loop.trace.gz 750 adaptive short opt-3 63.09
+loop.trace.gz 1000 adaptive short opt-3 88.18
+scarab-recs.trace.xz 100000 adaptive short 75.41 71.11
+P3.lis.gz 32768 adaptive ge 16.62
+P3.lis.gz 32768 tinylfu ge lru-1
+builtin 10000 tinylfu ge lru
+builtin 10000 adaptive ge tinylfu
+builtin 10000 opt ge adaptive
+EOF
+for t in gli.trace.gz loop.trace.gz multi1.trace.gz multi2.trace.gz multi3.trace.gz; do
+	for s in $(echo $S8 | tr , ' '); do
+		[ $t = loop.trace.gz ] && [ "$s" -gt 1000 ] && continue
+		echo "$t $s tinylfu ge lru-1"
+	done
+done >>"$tmp/rules"
+
+awk -F, -v rules="$tmp/rules" '
+FNR == NR { r[$1 "," $3 "," $2] = $6; next }
+function val(t, s, expr,   p, d) {
+	if (expr ~ /^[0-9.]+$/) return expr + 0
+	p = expr; d = 0
+	if (match(expr, /[-+][0-9.]+$/)) { p = substr(expr, 1, RSTART - 1); d = substr(expr, RSTART) + 0 }
+	if (!((t "," s "," p) in r)) { missing = missing " " t "/" s "/" p; return -1 }
+	return r[t "," s "," p] + d
+}
+END {
+	while ((getline line < rules) > 0) {
+		split(line, f, " ")
+		t = f[1]; s = f[2]; p = f[3]; op = f[4]
+		key = t "," s "," p
+		if (!(key in r)) { printf "FAIL %s %s at %s: no result\n", t, p, s; bad++; continue }
+		got = r[key] + 0; want = val(t, s, f[5])
+		if (op == "eq") ok = sprintf("%.2f", got) == sprintf("%.2f", want)
+		else if (op == "ge") ok = got >= want - 0.000001
+		else { floor = f[6] + 0; ok = got >= floor
+			if (got >= want) printf "note %s %s at %s: %.2f now meets the goal %.2f; tighten the rule\n", t, p, s, got, want
+			else printf "SHORT %s %s at %s: %.2f, %.2f below the goal %.2f (floor %.2f)\n", t, p, s, got, want - got, want, floor
+			short++ }
+		if (!ok) { printf "FAIL %s %s at %s: %.2f, want %s %s\n", t, p, s, got, op, (op == "short" ? f[6] : sprintf("%.2f", want)); bad++ }
+		n++
+	}
+	printf "hit-ratio goals: %d rules, %d failed, %d known shortfalls\n", n, bad, short
+	exit bad > 0
+}' "$tmp/out.csv"
