@@ -323,8 +323,8 @@ do_stats(struct conn *c, const struct cached_req *req)
 #undef S
 }
 
-/* Runs one parsed request line; false when a data block must be read. */
-static bool
+/* Runs one parsed request line; a storage command goes on to READ_DATA. */
+static void
 execute(struct conn *c, struct cached_req *req)
 {
 	struct worker *w = c->w;
@@ -336,25 +336,25 @@ execute(struct conn *c, struct cached_req *req)
 	case CACHED_GET:
 	case CACHED_GETS:
 		do_get(c, req);
-		return true;
+		return;
 	case CACHED_SET: case CACHED_ADD: case CACHED_REPLACE:
 	case CACHED_APPEND: case CACHED_PREPEND: case CACHED_CAS:
 		if (req->bytes > w->srv->opt.max_item) {
 			out_str(c, "SERVER_ERROR object too large for cache\r\n");
 			c->skip = req->bytes + 2;
 			c->state = SWALLOW;
-			return true;
+			return;
 		}
 		memcpy(c->key, req->key, req->klen);
 		c->req = *req;
 		c->req.key = c->key;
 		c->state = READ_DATA;
-		return false;
+		return;
 	case CACHED_DELETE:
 		r = cached_store_delete(st, &w->scratch, req->key, req->klen);
 		add(r == CACHED_DELETED ? &w->ctr.delete_hits : &w->ctr.delete_misses, 1);
 		reply(c, req->noreply, r == CACHED_DELETED ? "DELETED\r\n" : "NOT_FOUND\r\n");
-		return true;
+		return;
 	case CACHED_INCR:
 	case CACHED_DECR:
 		r = cached_store_arith(st, &w->scratch, req, &v);
@@ -373,32 +373,31 @@ execute(struct conn *c, struct cached_req *req)
 		} else {
 			out_str(c, "SERVER_ERROR out of memory\r\n");
 		}
-		return true;
+		return;
 	case CACHED_TOUCH:
 		add(&w->ctr.cmd_touch, 1);
 		r = cached_store_touch(st, &w->scratch, req);
 		add(r == CACHED_TOUCHED ? &w->ctr.touch_hits : &w->ctr.touch_misses, 1);
 		reply(c, req->noreply, r == CACHED_TOUCHED ? "TOUCHED\r\n" : "NOT_FOUND\r\n");
-		return true;
+		return;
 	case CACHED_FLUSH_ALL:
 		add(&w->ctr.cmd_flush, 1);
 		cached_store_flush(st, req->exptime);
 		reply(c, req->noreply, "OK\r\n");
-		return true;
+		return;
 	case CACHED_VERBOSITY:
 		reply(c, req->noreply, "OK\r\n");
-		return true;
+		return;
 	case CACHED_STATS:
 		do_stats(c, req);
-		return true;
+		return;
 	case CACHED_VERSION:
 		out_str(c, "VERSION " PACKAGE_VERSION "\r\n");
-		return true;
+		return;
 	case CACHED_QUIT:
 		c->closing = true;
-		return true;
+		return;
 	}
-	return true;
 }
 
 /* Makes room for a data block of need bytes at in_off. */
