@@ -134,6 +134,27 @@ else
 	fail "after the hostile clients: got $(head -c 300 "$tmp/after")"
 fi
 
+# -- expiry, and incr's atomicity across 4 connections on 2 worker threads
+printf 'set gone 0 -1 1\r\nx\r\nget gone\r\nset ctr 0 0 1\r\n0\r\nquit\r\n' | session expiry
+if [ "$(tr -d '\r' <"$tmp/expiry")" = "$(printf 'STORED\nEND\nSTORED')" ]; then
+	ok "an item stored with a negative exptime is expired at once"
+else
+	fail "expiry: got $(od -c "$tmp/expiry" | head -5)"
+fi
+incrs=
+for i in 1 2 3 4; do
+	{ for _ in $(seq 500); do printf 'incr ctr 1 noreply\r\n'; done
+	  printf 'quit\r\n'; } | session "incr$i" &
+	incrs="$incrs $!"
+done
+wait $incrs
+printf 'get ctr\r\nquit\r\n' | session count
+if grep -q "^2000" "$tmp/count"; then
+	ok "4 x 500 concurrent incr give 2000"
+else
+	fail "concurrent incr: got $(head -c 100 "$tmp/count")"
+fi
+
 # -- clean shutdown
 kill -TERM "$pid"
 wait "$pid"

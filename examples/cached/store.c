@@ -25,11 +25,11 @@
 #define NLOCKS 1024u             /* power of two */
 #define REL_EXPTIME_MAX 2592000  /* 30 days: above, an exptime is a Unix time */
 
+/* 16 bytes: each is charged against --memory for every item. */
 struct hdr {
 	uint64_t cas;
-	int64_t exptime;   /* Unix time; 0 = never */
+	uint32_t exptime;  /* Unix time; 0 = never */
 	uint32_t flags;
-	uint32_t reserved;
 };
 #define HDR sizeof(struct hdr)
 
@@ -125,14 +125,16 @@ lock_of(struct cached_store *st, const char *key, size_t klen)
 	return &st->locks[XXH3_64bits_withSeed(key, klen, st->seed) & (NLOCKS - 1)];
 }
 
-static int64_t
+static uint32_t
 abs_exptime(int64_t e, int64_t now)
 {
 	if (e == 0)
 		return 0;
 	if (e < 0)
 		return 1;  /* already past */
-	return e > REL_EXPTIME_MAX ? e : now + e;
+	if (e <= REL_EXPTIME_MAX)
+		e += now;
+	return e > UINT32_MAX ? UINT32_MAX : (uint32_t)e;
 }
 
 /* Applies a delayed flush_all whose time has come. */
@@ -179,7 +181,7 @@ lookup(struct cached_store *st, struct cached_scratch *s, const char *key,
 	*len = vlen - HDR;
 	if (h->cas <= atomic_load(&st->flush_cas))
 		return CACHED_FLUSHED;
-	if (h->exptime && h->exptime <= now)
+	if (h->exptime && h->exptime <= (uint64_t)now)
 		return CACHED_EXPIRED;
 	return CACHED_HIT;
 }
