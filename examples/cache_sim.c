@@ -487,9 +487,13 @@ main(int argc, char **argv)
 			         policy_names[pi].name, o.sizes[s]);
 			if (progress)
 				fprintf(stderr, "\r%s:    ", label);
-			if (pi == (int)OPT_INDEX)
+			if (pi == (int)OPT_INDEX) {
 				hits[pi][s] = trace_opt_hits(keys, n, o.sizes[s]);
-			else
+				if (hits[pi][s] == UINT64_MAX) {
+					fprintf(stderr, "cache_sim: opt: out of memory\n");
+					rc = 1;
+				}
+			} else
 				rc = replay(&o, policy_names[pi].policy, o.sizes[s],
 				            keys, n, progress, label, &hits[pi][s]);
 		}

@@ -34,8 +34,8 @@ struct admit_cbf {
 	uint64_t seed;
 };
 
-/* A key's counters: its block and, per word of the block, which counters
- * (one bit at the low end of each of its nibbles). */
+/* A key's counters: its block, their positions in it, and per word of the
+ * block which of its nibbles are the key's (the low bit of each). */
 struct cbf_key {
 	_Atomic uint64_t *block;
 	uint64_t nibbles[BLOCK_WORDS];
@@ -92,26 +92,32 @@ nibbles_equal(uint64_t word, uint64_t nibbles, unsigned v)
 	return m;
 }
 
+/* The whole block (one cache line) in 8 loads, then the key's minimum
+ * without a data-dependent branch: positions are random, so branches on
+ * them would mispredict more often than not. */
 static unsigned
-estimate(const struct cbf_key *key)
+read_min(const struct cbf_key *key, uint64_t v[BLOCK_WORDS], unsigned k)
 {
 	unsigned min = ADMIT_CBF_COUNTER_MAX;
 
-	for (unsigned w = 0; w < BLOCK_WORDS && min; w++) {
-		uint64_t nib = key->nibbles[w], v;
-
-		if (!nib)
-			continue;
+	for (unsigned w = 0; w < BLOCK_WORDS; w++)
 		/* relaxed: see the file comment. */
-		v = atomic_load_explicit(&key->block[w], memory_order_relaxed);
-		for (; nib; nib &= nib - 1) {
-			unsigned c = (unsigned)(v >> __builtin_ctzll(nib)) & 15u;
+		v[w] = atomic_load_explicit(&key->block[w], memory_order_relaxed);
+	for (unsigned i = 0; i < k; i++) {
+		unsigned p = key->pos[i];
+		unsigned c = (unsigned)(v[p / 16] >> (p % 16 * 4)) & 15u;
 
-			if (c < min)
-				min = c;
-		}
+		min = c < min ? c : min;
 	}
 	return min;
+}
+
+static unsigned
+estimate(const struct cbf_key *key, unsigned k)
+{
+	uint64_t v[BLOCK_WORDS];
+
+	return read_min(key, v, k);
 }
 
 /* Conservative update: raise, by one, the key's counters that still equal
@@ -119,28 +125,26 @@ estimate(const struct cbf_key *key)
  * alone; a word whose CAS fails is recomputed on its own, so no counter is
  * ever raised twice by one add. */
 static void
-add(const struct cbf_key *key)
+raise_min(const struct cbf_key *key, unsigned k, uint64_t v[BLOCK_WORDS],
+          unsigned min)
 {
-	unsigned min = estimate(key);
+	uint64_t inc[BLOCK_WORDS] = { 0 };
 
 	if (min == ADMIT_CBF_COUNTER_MAX)
 		return;
+	for (unsigned i = 0; i < k; i++) {
+		unsigned p = key->pos[i], shift = p % 16 * 4;
+
+		/* OR, not add: a position drawn twice rises once. */
+		inc[p / 16] |= (uint64_t)(((v[p / 16] >> shift) & 15u) == min) << shift;
+	}
 	for (unsigned w = 0; w < BLOCK_WORDS; w++) {
-		uint64_t v;
-
-		if (!key->nibbles[w])
-			continue;
-		/* relaxed: see the file comment (the CAS orders nothing either). */
-		v = atomic_load_explicit(&key->block[w], memory_order_relaxed);
-		for (;;) {
-			uint64_t inc = nibbles_equal(v, key->nibbles[w], min);
-
-			/* min < 15, so adding 1 to those nibbles never carries. */
-			if (!inc || atomic_compare_exchange_weak_explicit(
-			        &key->block[w], &v, v + inc,
-			        memory_order_relaxed, memory_order_relaxed))
-				break;
-		}
+		/* min < 15, so adding 1 to those nibbles never carries.
+		 * relaxed: see the file comment (the CAS orders nothing either). */
+		while (inc[w] && !atomic_compare_exchange_weak_explicit(
+		           &key->block[w], &v[w], v[w] + inc[w],
+		           memory_order_relaxed, memory_order_relaxed))
+			inc[w] = nibbles_equal(v[w], key->nibbles[w], min);
 	}
 }
 
@@ -186,13 +190,34 @@ admit_cbf_free(struct admit_cbf *f)
 	admit_free(f);
 }
 
+static void
+add(const struct cbf_key *key, unsigned k)
+{
+	uint64_t v[BLOCK_WORDS];
+
+	raise_min(key, k, v, read_min(key, v, k));
+}
+
 void
 cbf_add_hash(struct admit_cbf *f, uint64_t h)
 {
 	struct cbf_key key;
 
 	locate(f, h, &key);
-	add(&key);
+	add(&key, f->k);
+}
+
+bool
+cbf_add_if_absent_hash(struct admit_cbf *f, uint64_t h)
+{
+	uint64_t v[BLOCK_WORDS];
+	struct cbf_key key;
+
+	locate(f, h, &key);
+	if (read_min(&key, v, f->k) > 0)
+		return false;
+	raise_min(&key, f->k, v, 0);
+	return true;
 }
 
 unsigned
@@ -201,7 +226,7 @@ cbf_estimate_hash(const struct admit_cbf *f, uint64_t h)
 	struct cbf_key key;
 
 	locate(f, h, &key);
-	return estimate(&key);
+	return estimate(&key, f->k);
 }
 
 enum admit_status
@@ -221,7 +246,7 @@ admit_cbf_remove(struct admit_cbf *f, const void *key, size_t len)
 	if (!f || !key_ok(key, len))
 		return ADMIT_EINVAL;
 	locate(f, admit_hash(key, len, f->seed), &k);
-	if (estimate(&k) == 0)
+	if (estimate(&k, f->k) == 0)
 		return ADMIT_NOTFOUND;
 	for (unsigned w = 0; w < BLOCK_WORDS; w++) {
 		uint64_t v;

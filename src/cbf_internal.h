@@ -6,6 +6,7 @@
 #ifndef ADMIT_CBF_INTERNAL_H
 #define ADMIT_CBF_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <admit/cbf.h>
@@ -16,6 +17,9 @@
 /* h is any well-mixed 64-bit hash of the key (admit_hash() with some seed);
  * the filter's own seed is not applied again. */
 void cbf_add_hash(struct admit_cbf *f, uint64_t h);
+/* Add h only if its estimate is 0, in one pass over its block; true if it
+ * was added.  (Two threads may both add a key absent to both.) */
+bool cbf_add_if_absent_hash(struct admit_cbf *f, uint64_t h);
 unsigned cbf_estimate_hash(const struct admit_cbf *f, uint64_t h);
 
 /* For tests: the indexes (0 .. m-1) of key's k counters, in hash order and

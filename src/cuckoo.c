@@ -567,20 +567,19 @@ replace_lowest_locked(struct admit_cuckoo *f, const struct cuckoo_pos *p)
 
 enum admit_status
 cuckoo_increment_replacing(struct admit_cuckoo *f, const void *key, size_t len,
-                           bool *replaced)
+                           bool kick, bool *replaced)
 {
 	struct cuckoo_pos p;
-	enum admit_status st;
 
 	*replaced = false;
 	if (!f || !f->counting || !key_ok(key, len))
 		return ADMIT_EINVAL;
 	cuckoo_locate(f, key, len, &p);
-	st = add(f, &p, ADD_INCREMENT);
-	if (st != ADMIT_FULL)
-		return st;
+	if (kick && add(f, &p, ADD_INCREMENT) != ADMIT_FULL)
+		return ADMIT_OK;
 	cuckoo_lock_two(f, p.i1, p.i2);
-	/* A slot may have been freed, or the key added, since add() gave up. */
+	/* Without a search, or since add() gave up: the key may be present or a
+	 * slot free in its buckets. */
 	if (add_locked(f, &p, ADD_INCREMENT) == ADMIT_FULL) {
 		replace_lowest_locked(f, &p);
 		*replaced = true;

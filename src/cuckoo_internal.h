@@ -187,9 +187,12 @@ void cuckoo_unlock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b);
  * key's two buckets is overwritten by the key at count 1 (*replaced is then
  * true) instead of answering ADMIT_FULL.  The TinyLFU frequency store needs
  * it: there a full table must forget its coldest key, not refuse a new one.
+ * With kick false no cuckoo path is searched: a key whose two buckets are
+ * full replaces at once (for a caller that already knows the table is full,
+ * where each failed search reads up to a thousand buckets).
  * Errors: ADMIT_EINVAL as for admit_cuckoo_increment(). */
 enum admit_status cuckoo_increment_replacing(struct admit_cuckoo *f,
                                              const void *key, size_t len,
-                                             bool *replaced);
+                                             bool kick, bool *replaced);
 
 #endif /* ADMIT_CUCKOO_INTERNAL_H */

@@ -261,6 +261,16 @@ hash_key(const struct admit_lru *c, const void *key, size_t klen)
 	               : admit_hash(key, klen, c->seed);
 }
 
+/* Removes e for room; forgets fresh when it is the one removed. */
+static void
+drop(const struct admit_lru *c, struct shard *s, struct entry *e,
+     const struct entry **fresh)
+{
+	if (e == *fresh)
+		*fresh = NULL;
+	remove_entry(c, s, e);
+}
+
 /*
  * Restores the window's and the shard's bounds after an insertion or a
  * growth.  Returns false when fresh (the entry just stored) was removed.
@@ -268,8 +278,6 @@ hash_key(const struct admit_lru *c, const void *key, size_t klen)
 static bool
 evict(const struct admit_lru *c, struct shard *s, const struct entry *fresh)
 {
-	bool kept = true;
-
 	while (s->weight[SEG_WINDOW] > s->window_max) {
 		struct entry *cand = list_lru(&s->seg[SEG_WINDOW]);
 		bool won = false;
@@ -278,31 +286,28 @@ evict(const struct admit_lru *c, struct shard *s, const struct entry *fresh)
 		while (over_capacity(s)) {
 			struct entry *victim = victim_of(s);
 
-			if (victim == cand || admit(c, cand, victim)) {
-				won = victim != cand;
-				kept &= victim != fresh;
-				remove_entry(c, s, victim);
+			if (victim == cand) {
+				drop(c, s, cand, &fresh);
 				s->st.evicted++;
-				if (!won)
-					break;
-			} else {
-				kept &= cand != fresh;
-				remove_entry(c, s, cand);
+				break;
+			}
+			if (!admit(c, cand, victim)) {
+				drop(c, s, cand, &fresh);
 				s->st.rejected++;
 				break;
 			}
+			drop(c, s, victim, &fresh);
+			s->st.evicted++;
+			won = true;
 		}
 		s->st.admitted += won;
 	}
 	/* A grown value, or a window holding everything (plain LRU). */
 	while (over_capacity(s)) {
-		struct entry *victim = victim_of(s);
-
-		kept &= victim != fresh;
-		remove_entry(c, s, victim);
+		drop(c, s, victim_of(s), &fresh);
 		s->st.evicted++;
 	}
-	return kept;
+	return fresh != NULL;
 }
 
 /* Hill climbing on the window's share, once per sample of requests
@@ -380,6 +385,19 @@ count_request(const struct admit_lru *c, struct shard *s, bool hit)
 	climb(c, s);
 }
 
+/* The entries the cache will hold: its entry capacity, or for a byte
+ * capacity alone a guess of entries of 4 x the per-entry overhead.  Sizes
+ * the TinyLFU sketch, the climber's sample and the default shard count. */
+static uint64_t
+entries_of(const struct admit_lru_config *cfg)
+{
+	uint64_t guess = cfg->capacity_bytes / (4 * ADMIT_LRU_ENTRY_OVERHEAD) + 1;
+
+	if (cfg->capacity)
+		return cfg->capacity;
+	return guess < ADMIT_LRU_MAX_CAPACITY ? guess : ADMIT_LRU_MAX_CAPACITY;
+}
+
 static uint64_t
 part(uint64_t total, unsigned n, unsigned i)
 {
@@ -417,9 +435,7 @@ shard_init(struct admit_lru *c, struct shard *s, const struct admit_lru_config *
 		                   main % 100 * PROTECTED_PERCENT / 100;
 		break;
 	}
-	s->sample_size = CLIMB_SAMPLE_FACTOR *
-	                 (cfg->capacity ? s->max_entries
-	                                : s->max_bytes / (4 * ADMIT_LRU_ENTRY_OVERHEAD) + 1);
+	s->sample_size = CLIMB_SAMPLE_FACTOR * part(entries_of(cfg), c->nshards, i);
 	s->step = -CLIMB_STEP_FRACTION * (double)s->max_weight;
 	s->nbuckets = 64;
 	while (s->nbuckets < s->max_entries && s->nbuckets < ((size_t)1 << 30))
@@ -456,11 +472,10 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 	struct admit_lru *c = NULL;
 	enum admit_status st = ADMIT_NOMEM;
 	unsigned nshards, window_percent, ready = 0;
-	uint64_t tlfu_cap;
 
 	if (!cfg || !out || (cfg->capacity == 0 && cfg->capacity_bytes == 0) ||
 	    cfg->capacity > ADMIT_LRU_MAX_CAPACITY ||
-	    cfg->capacity_bytes > ADMIT_LRU_MAX_CAPACITY * 64 ||
+	    cfg->capacity_bytes > ADMIT_LRU_MAX_BYTES ||
 	    (unsigned)cfg->policy > ADMIT_LRU_PLAIN || cfg->window_percent > 99 ||
 	    cfg->shards > ADMIT_LRU_MAX_SHARDS ||
 	    (cfg->shards & (cfg->shards - 1)) != 0 ||
@@ -469,10 +484,9 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 		return ADMIT_EINVAL;
 	nshards = cfg->shards;
 	if (nshards == 0) {
-		uint64_t least = cfg->capacity ? cfg->capacity : cfg->capacity_bytes;
-
-		/* At least 64 entries (or 64 bytes) a shard. */
-		for (nshards = 16; nshards > 1 && least / nshards < 64; nshards /= 2)
+		/* At least 64 entries a shard. */
+		for (nshards = 16; nshards > 1 && entries_of(cfg) / nshards < 64;
+		     nshards /= 2)
 			;
 	}
 	window_percent = cfg->policy == ADMIT_LRU_WTINYLFU && cfg->window_percent
@@ -488,9 +502,7 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 	c->policy = cfg->policy;
 	c->seed = cfg->seed ? cfg->seed : admit_random_seed();
 	if (c->policy != ADMIT_LRU_PLAIN) {
-		tlfu_cap = cfg->capacity ? cfg->capacity
-		           : cfg->capacity_bytes / (4 * ADMIT_LRU_ENTRY_OVERHEAD) + 1;
-		st = admit_tinylfu_new(tlfu_cap, c->seed ^ 0x9e3779b97f4a7c15ull,
+		st = admit_tinylfu_new(entries_of(cfg), c->seed ^ 0x9e3779b97f4a7c15ull,
 		                       &c->tlfu);
 		if (st != ADMIT_OK)
 			goto out;

@@ -47,6 +47,11 @@ struct admit_tinylfu {
 	uint64_t batch;   /* records a stripe folds into total at once; divides W */
 	unsigned warm, chance_shift;
 
+	/* The frequency store was found full in this sample (set by the first
+	 * failed cuckoo-path search, cleared by aging).  Read on most records,
+	 * written about twice per sample. */
+	_Atomic bool crowded;
+
 	alignas(ADMIT_CACHELINE) _Atomic uint64_t total;
 	atomic_flag aging;
 	_Atomic uint64_t agings, replaced, random_admits;
@@ -165,6 +170,8 @@ age(struct admit_tinylfu *t)
 		return;
 	admit_cuckoo_halve(t->freq);
 	admit_cbf_clear(t->door);
+	/* relaxed: a hint (see count()). */
+	atomic_store_explicit(&t->crowded, false, memory_order_relaxed);
 	bump(&t->agings);
 	atomic_flag_clear_explicit(&t->aging, memory_order_release);
 }
@@ -177,6 +184,27 @@ admit_tinylfu_hash(const struct admit_tinylfu *t, const void *key, size_t len)
 	return admit_hash(key, len, t->seed);
 }
 
+/* A second or later sighting in this sample: count it in the frequency
+ * store.  Once the store has been found full, new keys replace the lowest
+ * count of their own two buckets without searching the table for a cuckoo
+ * path that does not exist; aging frees slots and clears the flag. */
+static void
+count(struct admit_tinylfu *t, uint64_t h)
+{
+	/* relaxed: a hint; a stale value costs one search or one replacement
+	 * that a search might have avoided. */
+	bool crowded = atomic_load_explicit(&t->crowded, memory_order_relaxed);
+	bool replaced;
+
+	cuckoo_increment_replacing(t->freq, &h, sizeof(h), !crowded, &replaced);
+	if (!replaced)
+		return;
+	bump(&t->replaced);
+	if (!crowded)
+		/* relaxed: as above. */
+		atomic_store_explicit(&t->crowded, true, memory_order_relaxed);
+}
+
 enum admit_status
 admit_tinylfu_record_hash(struct admit_tinylfu *t, uint64_t h)
 {
@@ -185,15 +213,8 @@ admit_tinylfu_record_hash(struct admit_tinylfu *t, uint64_t h)
 
 	if (!t)
 		return ADMIT_EINVAL;
-	if (cbf_estimate_hash(t->door, h) == 0) {
-		cbf_add_hash(t->door, h);
-	} else {
-		bool replaced;
-
-		cuckoo_increment_replacing(t->freq, &h, sizeof(h), &replaced);
-		if (replaced)
-			bump(&t->replaced);
-	}
+	if (!cbf_add_if_absent_hash(t->door, h))
+		count(t, h);
 
 	s = stripe_of_thread(t);
 	/* relaxed: a count; the aging it triggers synchronises by itself. */
@@ -267,6 +288,12 @@ admit_tinylfu_admit(struct admit_tinylfu *t, const void *candidate, size_t clen,
 		return false;
 	return admit_tinylfu_admit_hash(t, admit_hash(candidate, clen, t->seed),
 	                                admit_hash(victim, vlen, t->seed));
+}
+
+size_t
+admit_tinylfu_memory(const struct admit_tinylfu *t)
+{
+	return t ? admit_cbf_memory(t->door) + admit_cuckoo_memory(t->freq) : 0;
 }
 
 enum admit_status

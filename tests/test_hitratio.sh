@@ -85,11 +85,11 @@ loop.trace.gz 1000 opt eq 98.71
 scarab-recs.trace.xz 100000 lru eq 75.91
 scarab-recs.trace.xz 100000 opt eq 79.25
 P3.lis.gz 32768 lru eq 3.57
-OLTP.lis.gz 250 adaptive short 24.23 23.05
-OLTP.lis.gz 500 adaptive ge 33.20
+OLTP.lis.gz 250 adaptive short 24.23 22.91
+OLTP.lis.gz 500 adaptive short 33.20 31.56
 OLTP.lis.gz 750 adaptive ge 36.61
 OLTP.lis.gz 1000 adaptive ge 39.45
-OLTP.lis.gz 1250 adaptive short 41.83 40.45
+OLTP.lis.gz 1250 adaptive short 41.83 40.43
 OLTP.lis.gz 1500 adaptive ge 43.21
 OLTP.lis.gz 1750 adaptive ge 44.51
 OLTP.lis.gz 2000 adaptive ge 45.58
@@ -97,16 +97,16 @@ gli.trace.gz 250 adaptive ge opt-3
 gli.trace.gz 500 adaptive ge opt-3
 gli.trace.gz 750 adaptive ge opt-3
 gli.trace.gz 1000 adaptive ge opt-3
-gli.trace.gz 1250 adaptive short opt-3 50.87
+gli.trace.gz 1250 adaptive short opt-3 50.85
 gli.trace.gz 1500 adaptive short opt-3 52.55
 gli.trace.gz 1750 adaptive ge opt-3
 gli.trace.gz 2000 adaptive ge opt-3
 gli.trace.gz 2000 adaptive ge 56.91
-loop.trace.gz 250 adaptive short opt-3 17.68
-loop.trace.gz 500 adaptive short opt-3 39.33
-loop.trace.gz 750 adaptive short opt-3 63.09
-loop.trace.gz 1000 adaptive short opt-3 88.18
-scarab-recs.trace.xz 100000 adaptive short 75.41 71.11
+loop.trace.gz 250 adaptive short opt-3 18.27
+loop.trace.gz 500 adaptive short opt-3 40.00
+loop.trace.gz 750 adaptive short opt-3 62.70
+loop.trace.gz 1000 adaptive short opt-3 88.07
+scarab-recs.trace.xz 100000 adaptive short 75.41 71.34
 P3.lis.gz 32768 adaptive ge 16.62
 P3.lis.gz 32768 tinylfu ge lru-1
 builtin 10000 tinylfu ge lru

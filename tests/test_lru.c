@@ -45,6 +45,7 @@ START_TEST(test_bad_config)
 		{ .capacity = ADMIT_LRU_MAX_CAPACITY + 1 },
 		{ .capacity = UINT64_MAX },
 		{ .capacity_bytes = UINT64_MAX },
+		{ .capacity_bytes = ADMIT_LRU_MAX_BYTES + 1 },
 		{ .capacity = 100, .policy = (enum admit_lru_policy)17 },
 		{ .capacity = 100, .policy = ADMIT_LRU_WTINYLFU, .window_percent = 100 },
 		{ .capacity = 100, .shards = 3 },
@@ -318,7 +319,7 @@ END_TEST
  * it within the capacity. */
 START_TEST(test_window_adapts)
 {
-	enum { CAP = 1000 };
+	enum { CAP = 500 };
 	struct admit_lru *c = make(CAP, 0, ADMIT_LRU_ADAPTIVE, 1);
 	struct admit_lru_stats st;
 	uint64_t first, lo = UINT64_MAX, hi = 0;
@@ -326,16 +327,16 @@ START_TEST(test_window_adapts)
 
 	admit_lru_stats(c, &st);
 	first = st.window;
-	ck_assert_uint_eq(first, 10);
+	ck_assert_uint_eq(first, 5);
 	/* Recency-friendly phase (a sliding working set), then a Zipf-ish
 	 * frequency phase: some sample must move the window. */
-	for (uint64_t i = 0; i < 200000; i++) {
-		uint64_t k = i < 100000 ? i / 4 + (test_key(i) % 600)
-		                        : test_key(i) % (1 + test_key(i + 1) % 20000);
+	for (uint64_t i = 0; i < 100000; i++) {
+		uint64_t k = i < 50000 ? i / 4 + (test_key(i) % 300)
+		                       : test_key(i) % (1 + test_key(i + 1) % 10000);
 
 		if (admit_lru_get(c, &k, sizeof(k), NULL, 0, &vlen) == ADMIT_NOTFOUND)
 			admit_lru_set(c, &k, sizeof(k), NULL, 0);
-		if (i % 1000 == 0) {
+		if (i % 500 == 0) {
 			admit_lru_stats(c, &st);
 			lo = st.window < lo ? st.window : lo;
 			hi = st.window > hi ? st.window : hi;

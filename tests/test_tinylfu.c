@@ -219,7 +219,7 @@ START_TEST(test_replace_lowest)
 	cuckoo_locate(f, KEY(key), &p);
 	before[0] = bucket_load(f, p.i1);
 	before[1] = bucket_load(f, p.i2);
-	ck_assert_int_eq(cuckoo_increment_replacing(f, KEY(key), &replaced), ADMIT_OK);
+	ck_assert_int_eq(cuckoo_increment_replacing(f, KEY(key), true, &replaced), ADMIT_OK);
 	ck_assert(replaced);
 	after[0] = bucket_load(f, p.i1);
 	after[1] = bucket_load(f, p.i2);
@@ -242,15 +242,21 @@ START_TEST(test_replace_lowest)
 		}
 	ck_assert_uint_eq(changed, 1);
 	/* Present now: a second call is an ordinary increment. */
-	ck_assert_int_eq(cuckoo_increment_replacing(f, KEY(key), &replaced), ADMIT_OK);
+	ck_assert_int_eq(cuckoo_increment_replacing(f, KEY(key), true, &replaced), ADMIT_OK);
 	ck_assert(!replaced);
 	ck_assert_uint_eq(admit_cuckoo_count(f, KEY(key)), 2);
+	/* Without the path search, a new key in full buckets replaces too. */
+	ck_assert_int_eq(cuckoo_increment_replacing(f, KEY(key + 1), false, &replaced),
+	                 ADMIT_OK);
+	ck_assert(replaced);
+	ck_assert_uint_eq(admit_cuckoo_count(f, KEY(key + 1)), 1);
+	ck_assert_uint_eq(admit_cuckoo_size(f), key);
 	/* Membership filters refuse. */
 	admit_cuckoo_free(f);
 	cfg.counting = false;
 	ck_assert_int_eq(admit_cuckoo_new(&cfg, &f), ADMIT_OK);
-	ck_assert_int_eq(cuckoo_increment_replacing(f, KEY(1), &replaced), ADMIT_EINVAL);
-	ck_assert_int_eq(cuckoo_increment_replacing(NULL, KEY(1), &replaced), ADMIT_EINVAL);
+	ck_assert_int_eq(cuckoo_increment_replacing(f, KEY(1), true, &replaced), ADMIT_EINVAL);
+	ck_assert_int_eq(cuckoo_increment_replacing(NULL, KEY(1), false, &replaced), ADMIT_EINVAL);
 	admit_cuckoo_free(f);
 }
 END_TEST

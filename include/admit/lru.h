@@ -54,7 +54,8 @@ enum admit_lru_policy {
 
 /* Upper bounds admit_lru_new accepts. */
 #define ADMIT_LRU_MAX_SHARDS 4096u
-#define ADMIT_LRU_MAX_CAPACITY (UINT64_C(1) << 40)
+#define ADMIT_LRU_MAX_CAPACITY (UINT64_C(1) << 32)  /* entries */
+#define ADMIT_LRU_MAX_BYTES (UINT64_C(1) << 48)
 
 struct admit_lru_config {
 	uint64_t capacity;        /* max entries; 0 = no entry limit */
@@ -86,7 +87,7 @@ struct admit_lru_stats {
 /*
  * Creates a cache.  The capacity is split evenly over the shards.
  * Errors: ADMIT_EINVAL for a NULL argument, no capacity, a capacity above
- * ADMIT_LRU_MAX_CAPACITY, an unknown policy, window_percent > 99, shards not
+ * ADMIT_LRU_MAX_CAPACITY or ADMIT_LRU_MAX_BYTES, an unknown policy, window_percent > 99, shards not
  * a power of two or above ADMIT_LRU_MAX_SHARDS or above the entry capacity;
  * ADMIT_NOMEM.  *out is written only on success.
  * Thread-safety: any thread.

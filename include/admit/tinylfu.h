@@ -149,6 +149,14 @@ unsigned admit_tinylfu_estimate_hash(const struct admit_tinylfu *t,
 bool admit_tinylfu_admit_hash(struct admit_tinylfu *t, uint64_t candidate,
                               uint64_t victim);
 
+/*
+ * admit_tinylfu_memory - bytes of the doorkeeper and frequency tables (the
+ * instance itself adds about 1.5 KiB).  0 if t is NULL.
+ *
+ * Thread-safety: safe.
+ */
+size_t admit_tinylfu_memory(const struct admit_tinylfu *t);
+
 /* What an instance has done, for tests and tuning. */
 struct admit_tinylfu_stats {
 	uint64_t sample_size;  /* W */

@@ -1,0 +1,245 @@
+/*
+ * bench_admission - admit_cbf and admit_tinylfu throughput, single thread and
+ * two threads; the median of R repetitions (default 5).
+ *
+ * Single-thread rates are per second of CPU time.  Baselines, in the same run: a loop reading one random cache line per
+ * operation (cbf: a key's one block), or three (tinylfu: the doorkeeper's
+ * block and the frequency store's two buckets), from a table as large as the
+ * structure's.  "ratio" is admit's throughput divided by its baseline's.
+ *
+ * Streams of 4 M keys: "skewed" (10 x capacity keys, a few hot: key =
+ * a * b / K for a, b uniform in [0, K)), and "shifting", a new working set
+ * every sample of W records with each key seen 3 times in it, which keeps
+ * the frequency store full (every new key replaces a low count).
+ *
+ *   bench_admission [CAPACITY [REPS]]   (CAPACITY: of the cache; default 100000)
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <admit/admit.h>
+
+#define OPS (4u << 20)
+#define MAX_REPS 100
+
+static uint64_t
+mix(uint64_t i)
+{
+	uint64_t z = i + 0x9e3779b97f4a7c15ull;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Single-thread figures use the process's CPU time, so that other programs
+ * on a busy machine do not count against either side of a ratio; the
+ * two-thread figure needs the wall clock. */
+static double
+clock_of(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double
+now(void)
+{
+	return clock_of(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+static double
+wall(void)
+{
+	return clock_of(CLOCK_MONOTONIC);
+}
+
+static int
+cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double
+median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Mops/s of `lines` independent random 64-byte reads per operation. */
+static double
+line_reads(size_t bytes, unsigned lines)
+{
+	size_t nlines = bytes / 64 ? bytes / 64 : 1;
+	uint64_t *t = calloc(nlines, 64), sum = 0;
+	double t0;
+
+	if (!t)
+		exit(1);
+	for (size_t i = 0; i < nlines * 8; i++)
+		t[i] = i;
+	t0 = now();
+	for (uint64_t i = 0; i < OPS; i++) {
+		uint64_t h = mix(i);
+
+		for (unsigned l = 0; l < lines; l++)
+			sum += t[(size_t)((h >> (l * 20)) % nlines) * 8];
+	}
+	t0 = now() - t0;
+	free(t);
+	if (sum == 42)
+		puts("");
+	return OPS / t0 / 1e6;
+}
+
+enum { CBF_ADD, CBF_EST, CBF_BASE, REC_SKEW, REC_SHIFT, EST, ADMIT, TL_BASE,
+       REC_1T, REC_2T, NOPS };
+static const char *names[NOPS] = {
+	"cbf add", "cbf estimate", "  baseline: 1 line read",
+	"tinylfu record, skewed", "tinylfu record, shifting", "tinylfu estimate",
+	"tinylfu admit", "  baseline: 3 line reads",
+	"record skewed, 1 thread, wall", "record skewed, 2 threads, wall",
+};
+
+struct job {
+	struct admit_tinylfu *t;
+	const uint64_t *keys;
+	size_t n;
+};
+
+static void *
+record_all(void *arg)
+{
+	struct job *j = arg;
+
+	for (size_t i = 0; i < j->n; i++)
+		admit_tinylfu_record(j->t, &j->keys[i], 8);
+	return NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	uint64_t cap = argc > 1 ? strtoull(argv[1], NULL, 10) : 100000;
+	int reps = argc > 2 ? atoi(argv[2]) : 5;
+	uint64_t *skew = malloc(OPS * sizeof(*skew));
+	uint64_t *shift = malloc(OPS * sizeof(*shift));
+	double r[NOPS][MAX_REPS], med[NOPS];
+	uint64_t w = 10 * cap, k = 10 * cap, replaced = 0;
+	size_t cbf_bytes = 0, tl_bytes = 0;
+
+	if (cap < 10 || cap > (1u << 24) || reps < 1 || reps > MAX_REPS ||
+	    !skew || !shift) {
+		fprintf(stderr, "usage: bench_admission [CAPACITY (10..16M) [REPS]]\n");
+		return 2;
+	}
+	for (uint64_t i = 0; i < OPS; i++) {
+		uint64_t h = mix(i);
+
+		skew[i] = (h % k) * ((h >> 32) % k) / k;
+		shift[i] = (i / w) << 40 | (i % w) % (w / 3);
+	}
+	printf("cache capacity %llu (W = %llu), %u ops, median of %d runs\n",
+	       (unsigned long long)cap, (unsigned long long)w, OPS, reps);
+
+	for (int rep = 0; rep < reps; rep++) {
+		struct admit_cbf *f;
+		struct admit_tinylfu *t;
+		struct admit_tinylfu_stats st;
+		pthread_t th[2];
+		struct job jobs[2];
+		unsigned sum = 0;
+		double t0;
+
+		if (admit_cbf_new(w / 2, 0.01, 99 + (uint64_t)rep, &f) != ADMIT_OK)
+			return 1;
+		cbf_bytes = admit_cbf_memory(f);
+		t0 = now();
+		for (uint64_t i = 0; i < OPS; i++)
+			admit_cbf_add(f, &skew[i], 8);
+		r[CBF_ADD][rep] = OPS / (now() - t0) / 1e6;
+		t0 = now();
+		for (uint64_t i = 0; i < OPS; i++)
+			sum += admit_cbf_estimate(f, &shift[i], 8);
+		r[CBF_EST][rep] = OPS / (now() - t0) / 1e6;
+		admit_cbf_free(f);
+		r[CBF_BASE][rep] = line_reads(cbf_bytes, 1);
+
+		if (admit_tinylfu_new(cap, 99 + (uint64_t)rep, &t) != ADMIT_OK)
+			return 1;
+		tl_bytes = admit_tinylfu_memory(t);
+		t0 = now();
+		for (uint64_t i = 0; i < OPS; i++)
+			admit_tinylfu_record(t, &skew[i], 8);
+		r[REC_SKEW][rep] = OPS / (now() - t0) / 1e6;
+		t0 = now();
+		for (uint64_t i = 0; i < OPS; i++)
+			sum += admit_tinylfu_estimate(t, &shift[i], 8);
+		r[EST][rep] = OPS / (now() - t0) / 1e6;
+		t0 = now();
+		for (uint64_t i = 0; i + 1 < OPS; i += 2)
+			sum += admit_tinylfu_admit(t, &skew[i], 8, &skew[i + 1], 8);
+		r[ADMIT][rep] = OPS / 2 / (now() - t0) / 1e6;
+		admit_tinylfu_free(t);
+
+		if (admit_tinylfu_new(cap, 99 + (uint64_t)rep, &t) != ADMIT_OK)
+			return 1;
+		t0 = now();
+		for (uint64_t i = 0; i < OPS; i++)
+			admit_tinylfu_record(t, &shift[i], 8);
+		r[REC_SHIFT][rep] = OPS / (now() - t0) / 1e6;
+		admit_tinylfu_stats(t, &st);
+		replaced = st.replaced;
+		admit_tinylfu_free(t);
+		r[TL_BASE][rep] = line_reads(tl_bytes, 3);
+
+		if (admit_tinylfu_new(cap, 99 + (uint64_t)rep, &t) != ADMIT_OK)
+			return 1;
+		t0 = wall();
+		record_all(&(struct job){ t, skew, OPS / 2 });
+		r[REC_1T][rep] = OPS / 2 / (wall() - t0) / 1e6;
+		admit_tinylfu_free(t);
+
+		if (admit_tinylfu_new(cap, 99 + (uint64_t)rep, &t) != ADMIT_OK)
+			return 1;
+		t0 = wall();
+		for (int i = 0; i < 2; i++) {
+			jobs[i] = (struct job){ t, skew + i * (OPS / 2), OPS / 2 };
+			pthread_create(&th[i], NULL, record_all, &jobs[i]);
+		}
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		r[REC_2T][rep] = OPS / (wall() - t0) / 1e6;
+		admit_tinylfu_free(t);
+		if (sum == 42)
+			puts("");
+	}
+	for (int op = 0; op < NOPS; op++)
+		med[op] = median(r[op], reps);
+	printf("%-30s %9s %9s\n", "op", "Mops/s", "ratio");
+	for (int op = 0; op < NOPS; op++) {
+		double base = op <= CBF_BASE ? med[CBF_BASE] : med[TL_BASE];
+
+		if (op == REC_1T)
+			printf("%-30s %9.2f\n", names[op], med[op]);
+		else if (op == REC_2T)
+			printf("%-30s %9.2f %8.2fx  (vs 1 thread)\n", names[op], med[op],
+			       med[op] / med[REC_1T]);
+		else
+			printf("%-30s %9.2f %8.2f\n", names[op], med[op], med[op] / base);
+	}
+	printf("cbf table %.1f MiB; tinylfu tables %.1f MiB; shifting stream: "
+	       "%llu frequency entries replaced\n", cbf_bytes / 1048576.0,
+	       tl_bytes / 1048576.0, (unsigned long long)replaced);
+	free(skew);
+	free(shift);
+	return 0;
+}
