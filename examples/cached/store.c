@@ -92,12 +92,6 @@ cached_store_free(struct cached_store *st)
 	free(st);
 }
 
-size_t
-cached_store_max_item(const struct cached_store *st)
-{
-	return st->max_item;
-}
-
 int
 cached_scratch_init(struct cached_scratch *s, const struct cached_store *st)
 {

@@ -56,8 +56,9 @@ void cached_scratch_free(struct cached_scratch *s);
 
 /* Looks key up; *it is valid on CACHED_HIT only.  An expired or flushed
  * item found is deleted. */
-enum cached_lookup cached_store_get(struct cached_store *st, struct cached_scratch *s,
-                      const char *key, size_t klen, struct cached_item *it);
+enum cached_lookup cached_store_get(struct cached_store *st,
+                                    struct cached_scratch *s, const char *key,
+                                    size_t klen, struct cached_item *it);
 
 /* set/add/replace/append/prepend/cas of data[0..req->bytes). */
 enum cached_result cached_store_update(struct cached_store *st,
@@ -78,6 +79,5 @@ enum cached_result cached_store_touch(struct cached_store *st,
 /* flush_all: delay 0 (or negative) means now. */
 void cached_store_flush(struct cached_store *st, int64_t delay);
 void cached_store_stats(struct cached_store *st, struct admit_lru_stats *out);
-size_t cached_store_max_item(const struct cached_store *st);
 
 #endif /* CACHED_STORE_H */
