@@ -2,12 +2,12 @@
  * cbf.c - the blocked counting Bloom filter (DESIGN.md §3).
  *
  * Layout: `blocks` blocks of 64 bytes, each 8 words of 16 4-bit counters.  A
- * key's hash picks one block (fastrange on all 64 bits) and, from a second
- * mix of the hash, k counter positions in it, 7 bits each, independently
+ * key's hash picks one block (fastrange on all 64 bits) and, from further
+ * mixes of the hash, k counter positions in it, 7 bits each, independently
  * (two positions may coincide, as in the textbook analysis).
  *
  * Progress and ordering: every update is a CAS loop on one word, so it is
- * lock-free; reads are single loads, so they are wait-free.  All accesses
+ * lock-free; a read is the block's 8 loads, so it is wait-free.  All accesses
  * are relaxed: the counters are statistics that publish no other memory, and
  * a reader needs no order between two counters.  An update touching several
  * words is therefore not atomic as a whole; each word's change is.

@@ -6,8 +6,8 @@
  * counting cuckoo filter, so a long key is read once whatever the structure.
  *
  * Progress and ordering: the doorkeeper is lock-free, the frequency store is
- * lock-striped (cuckoo.c), and everything in this file is a relaxed atomic
- * counter except the aging flag.  Records are counted per stripe (a thread
+ * lock-striped (cuckoo.c), and every atomic in this file is a relaxed
+ * counter or hint except the aging flag.  Records are counted per stripe (a thread
  * keeps to one stripe) and folded into the shared total one batch at a time,
  * so the shared word is touched once per batch, not once per record.  The
  * thread whose batch carries the total across a multiple of W ages the
