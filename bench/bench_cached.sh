@@ -1,0 +1,95 @@
+#!/bin/bash
+# admit-cached against Debian's memcached (and against itself with
+# --no-admission, i.e. plain LRU): the same read-through Zipf load from
+# bench/cached_load, the same memory limit, fresh servers for every run, on
+# loopback only.  Prints each run, then the medians and their ratios.
+# By hand, not in CI:   make bench-cached   (from the build directory), or
+#   bench/bench_cached.sh   with the knobs below in the environment.
+set -u
+: "${top_builddir:=.}"
+MEMORY_MB=${MEMORY_MB:-16}         # -m of both servers
+SERVER_THREADS=${SERVER_THREADS:-2}
+CLIENTS=${CLIENTS:-4}              # load threads, one connection each
+KEYS=${KEYS:-1000000}              # key space, far larger than the cache
+ZIPF=${ZIPF:-0.99}
+VALUE_SIZE=${VALUE_SIZE:-100}
+WARMUP=${WARMUP:-300000}           # gets per client, not counted
+REQUESTS=${REQUESTS:-150000}       # gets per client, counted
+RUNS=${RUNS:-3}
+MAX_SECONDS=${MAX_SECONDS:-300}    # bound on each load run
+
+cached="$top_builddir/examples/admit-cached"
+load="$top_builddir/bench/cached_load"
+for f in "$cached" "$load"; do
+	[ -x "$f" ] || { echo "bench_cached: $f not built (make examples/admit-cached bench/cached_load)"; exit 1; }
+done
+memcached=$(command -v memcached) || { echo "bench_cached: memcached not installed (apt-get install memcached); skipped"; exit 77; }
+
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null' EXIT
+
+wait_port() {
+	for _ in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# run NAME COMMAND...: starts a server on a fresh port, loads it, stops it.
+run() {
+	local name=$1 port out
+	shift
+	port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+	"$@" -p "$port" >/dev/null 2>&1 &
+	pid=$!
+	if ! wait_port "$port"; then
+		echo "bench_cached: $name did not start on port $port"
+		exit 1
+	fi
+	out=$(nice "$load" --port "$port" --threads "$CLIENTS" --keys "$KEYS" \
+		--zipf "$ZIPF" --value-size "$VALUE_SIZE" --warmup "$WARMUP" \
+		--requests "$REQUESTS" --max-seconds "$MAX_SECONDS" --seed "$run_no") ||
+		{ echo "bench_cached: load on $name failed: $out"; exit 1; }
+	rss=$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status")
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+	pid=
+	echo "$name $out rss_kib $rss" | tee -a "$results"
+}
+
+results=$(mktemp)
+echo "memory ${MEMORY_MB} MiB, server threads $SERVER_THREADS, $CLIENTS clients," \
+	"$KEYS keys Zipf($ZIPF), values $VALUE_SIZE B, $WARMUP + $REQUESTS gets/client, $RUNS runs"
+for run_no in $(seq "$RUNS"); do
+	run memcached "$memcached" -l 127.0.0.1 -m "$MEMORY_MB" -t "$SERVER_THREADS" \
+		-U 0 -c 1024 -u nobody
+	run admit-cached "$cached" --listen 127.0.0.1 --memory "$MEMORY_MB" \
+		--threads "$SERVER_THREADS"
+	run admit-cached-lru "$cached" --listen 127.0.0.1 --memory "$MEMORY_MB" \
+		--threads "$SERVER_THREADS" --no-admission
+done
+# Medians per server, then ratios against memcached.
+awk '
+function median(a, n,   i, j, t) {
+	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+		if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+{ n[$1]++; ops[$1, n[$1]] = $3; hr[$1, n[$1]] = $5 }
+END {
+	split("memcached admit-cached admit-cached-lru", names, " ")
+	for (k = 1; k <= 3; k++) {
+		s = names[k]
+		for (i = 1; i <= n[s]; i++) { o[i] = ops[s, i]; h[i] = hr[s, i] }
+		mo[s] = median(o, n[s]); mh[s] = median(h, n[s])
+	}
+	printf "\nmedians of %d runs\n%-18s %10s %9s\n", n["memcached"], "server", "ops/s", "hit ratio"
+	for (k = 1; k <= 3; k++)
+		printf "%-18s %10.0f %9.4f\n", names[k], mo[names[k]], mh[names[k]]
+	printf "\nadmit-cached / memcached: ops/s x%.2f (target >= 0.80), hit ratio %+.4f (target > 0)\n",
+		mo["admit-cached"] / mo["memcached"], mh["admit-cached"] - mh["memcached"]
+	printf "admit-cached / its own plain LRU: ops/s x%.2f, hit ratio %+.4f\n",
+		mo["admit-cached"] / mo["admit-cached-lru"], mh["admit-cached"] - mh["admit-cached-lru"]
+}' "$results"
+rm -f "$results"

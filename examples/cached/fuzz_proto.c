@@ -1,0 +1,64 @@
+/*
+ * fuzz_proto.c - libFuzzer target over admit-cached's request parser:
+ * splits the input into lines as the server does (including data blocks
+ * and their skipping), parses each line and checks what the parser promises.
+ * Build: make fuzz-cached (needs clang); run: examples/cached/fuzz_proto.
+ */
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "proto.h"
+
+#define MAX_LINE 2048
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *p = (const char *)data, *end = p + size;
+
+	while (p < end) {
+		struct cached_req req;
+		size_t len, used, n = (size_t)(end - p);
+
+		switch (cached_find_line(p, n, MAX_LINE, &len, &used)) {
+		case CACHED_LINE_MORE:
+		case CACHED_LINE_TOO_LONG:
+			return 0;
+		case CACHED_LINE_OK:
+			break;
+		}
+		assert(len <= MAX_LINE && used <= n && len < used);
+		switch (cached_parse_line(p, len, &req)) {
+		case CACHED_PARSE_OK:
+			assert(req.klen <= CACHED_KEY_MAX);
+			if (req.klen)
+				assert(req.key >= p && req.key + req.klen <= p + len);
+			if (req.cmd == CACHED_GET || req.cmd == CACHED_GETS) {
+				const char *q = req.rest, *k;
+				size_t kl;
+
+				assert(req.klen > 0);
+				while (cached_next_key(&q, req.rest + req.rest_len, &k, &kl))
+					assert(kl > 0 && k >= p && k + kl <= p + len &&
+					       !memchr(k, ' ', kl));
+			}
+			break;
+		case CACHED_PARSE_CLIENT_ERROR:
+			assert(req.error && strlen(req.error) > 0);
+			break;
+		case CACHED_PARSE_ERROR:
+			break;
+		}
+		p += used;
+		if (req.has_data) {
+			if (req.bytes + 2 > (uint64_t)(end - p))
+				return 0;
+			p += req.bytes + 2;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,969 @@
+/*
+ * admit-cached - a memcached text-protocol cache server whose storage is
+ * admit_lru with adaptive W-TinyLFU admission.
+ *
+ * Threads: the main thread sets up, then waits for SIGINT/SIGTERM; each of
+ * --threads workers runs its own epoll loop over the one listening socket
+ * (EPOLLEXCLUSIVE, so a new connection wakes one worker) and over the
+ * connections it accepted, which it alone touches.  Shutdown: main writes an
+ * eventfd every worker watches; each closes its connections and returns.
+ *
+ * Limits, so one client cannot harm the others: a request line longer than
+ * --max-line closes the connection after an error; a data block longer than
+ * --max-item is answered and skipped without being buffered; no new request
+ * is read while a connection's unsent output is above OUT_HIGH (the client
+ * must read its replies); a get whose reply would pass OUT_MAX is refused;
+ * a connection that completes no request and takes no output for
+ * --idle-timeout seconds is closed; beyond --max-conns, a new connection is
+ * told so and closed.
+ */
+#include "config.h"  /* first: it defines _GNU_SOURCE */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "store.h"
+
+#define OUT_HIGH (256u << 10)
+#define IN_MIN 4096u
+#define DRAIN_SECONDS 2
+
+struct options {
+	const char *listen, *port;
+	unsigned threads, max_conns, idle_timeout;
+	uint64_t memory_mb;
+	size_t max_item, max_line;
+	bool admission;
+};
+
+/* Per-worker statistics: written by the worker alone, read by any worker
+ * answering "stats".  Relaxed throughout: they order nothing and are only
+ * ever summed for display. */
+struct counters {
+	atomic_uint_fast64_t cmd_get, cmd_set, cmd_touch, cmd_flush;
+	atomic_uint_fast64_t get_hits, get_misses, get_expired, get_flushed;
+	atomic_uint_fast64_t delete_hits, delete_misses;
+	atomic_uint_fast64_t incr_hits, incr_misses, decr_hits, decr_misses;
+	atomic_uint_fast64_t cas_hits, cas_misses, cas_badval;
+	atomic_uint_fast64_t touch_hits, touch_misses;
+	atomic_uint_fast64_t total_conns, closed_limits;
+};
+#define NCOUNTERS (sizeof(struct counters) / sizeof(atomic_uint_fast64_t))
+
+struct server;
+
+struct worker {
+	struct server *srv;
+	pthread_t tid;
+	int epfd;
+	struct conn *conns;
+	struct cached_scratch scratch;
+	struct counters ctr;
+};
+
+struct server {
+	struct options opt;
+	struct cached_store *store;
+	int lfd, stopfd;
+	struct worker *workers;
+	atomic_uint curr_conns;
+	atomic_uint_fast64_t rejected_conns;
+	time_t started;
+	int tag_listen, tag_stop;  /* epoll cookies; their addresses matter */
+};
+
+enum conn_state { READ_LINE, READ_DATA, SWALLOW };
+
+struct conn {
+	int fd;
+	struct worker *w;
+	struct conn *prev, *next;
+	enum conn_state state;
+	char *in, *out;
+	size_t in_off, in_len, in_cap;
+	size_t out_off, out_len, out_cap;
+	uint64_t skip;           /* SWALLOW: bytes still to skip */
+	struct cached_req req;   /* READ_DATA: its key is in key[] */
+	char key[CACHED_KEY_MAX];
+	time_t last_progress;
+	bool closing;            /* no more requests: answer, then close */
+	bool draining;           /* closing, answered: discard input */
+	bool want_in, want_out;  /* the epoll interest */
+};
+
+static void
+add(atomic_uint_fast64_t *c, uint64_t n)
+{
+	/* See struct counters. */
+	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+static bool
+out_reserve(struct conn *c, size_t n)
+{
+	size_t cap = c->out_cap ? c->out_cap : IN_MIN;
+	char *p;
+
+	if (c->out_len + n <= c->out_cap)
+		return true;
+	if (c->out_off) {
+		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+		if (c->out_len + n <= c->out_cap)
+			return true;
+	}
+	while (cap < c->out_len + n)
+		cap *= 2;
+	p = realloc(c->out, cap);
+	if (!p)
+		return false;
+	c->out = p;
+	c->out_cap = cap;
+	return true;
+}
+
+static void
+out_bytes(struct conn *c, const void *p, size_t n)
+{
+	if (!out_reserve(c, n)) {
+		c->closing = true;  /* cannot answer: drop the client */
+		return;
+	}
+	memcpy(c->out + c->out_len, p, n);
+	c->out_len += n;
+}
+
+static void
+out_str(struct conn *c, const char *s)
+{
+	out_bytes(c, s, strlen(s));
+}
+
+static void __attribute__((format(printf, 2, 3)))
+out_fmt(struct conn *c, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		out_bytes(c, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+static size_t
+pending_out(const struct conn *c)
+{
+	return c->out_len - c->out_off;
+}
+
+/* The largest reply a get may build: a few of the largest items. */
+static size_t
+out_max(const struct conn *c)
+{
+	return 4 * c->w->srv->opt.max_item + (1u << 20);
+}
+
+/* ---- commands -------------------------------------------------------------- */
+
+static void
+reply(struct conn *c, bool noreply, const char *s)
+{
+	if (!noreply)
+		out_str(c, s);
+}
+
+static void
+do_get(struct conn *c, const struct cached_req *req)
+{
+	struct worker *w = c->w;
+	const char *p = req->rest, *end = req->rest + req->rest_len;
+	const char *key = req->key;
+	size_t klen = req->klen, mark = c->out_len;
+	struct cached_item it;
+
+	do {
+		if (klen > CACHED_KEY_MAX) {
+			c->out_len = mark;
+			out_str(c, "CLIENT_ERROR bad command line format\r\n");
+			return;
+		}
+		add(&w->ctr.cmd_get, 1);
+		switch (cached_store_get(w->srv->store, &w->scratch, key, klen, &it)) {
+		case CACHED_HIT:
+			add(&w->ctr.get_hits, 1);
+			break;
+		case CACHED_EXPIRED:
+			add(&w->ctr.get_expired, 1);
+			add(&w->ctr.get_misses, 1);
+			continue;
+		case CACHED_FLUSHED:
+			add(&w->ctr.get_flushed, 1);
+			/* fall through */
+		default:
+			add(&w->ctr.get_misses, 1);
+			continue;
+		}
+		if (c->out_len - mark + it.len > out_max(c)) {
+			c->out_len = mark;
+			out_str(c, "SERVER_ERROR out of memory writing get response\r\n");
+			return;
+		}
+		out_str(c, "VALUE ");
+		out_bytes(c, key, klen);
+		if (req->cmd == CACHED_GETS)
+			out_fmt(c, " %" PRIu32 " %zu %" PRIu64 "\r\n", it.flags,
+			        it.len, it.cas);
+		else
+			out_fmt(c, " %" PRIu32 " %zu\r\n", it.flags, it.len);
+		out_bytes(c, it.data, it.len);
+		out_str(c, "\r\n");
+	} while (cached_next_key(&p, end, &key, &klen));
+	out_str(c, "END\r\n");
+}
+
+static void
+do_update(struct conn *c, const struct cached_req *req, const char *data)
+{
+	struct worker *w = c->w;
+	enum cached_result r;
+
+	add(&w->ctr.cmd_set, 1);
+	r = cached_store_update(w->srv->store, &w->scratch, req, data);
+	if (req->cmd == CACHED_CAS)
+		add(r == CACHED_STORED ? &w->ctr.cas_hits
+		    : r == CACHED_EXISTS ? &w->ctr.cas_badval : &w->ctr.cas_misses, 1);
+	switch (r) {
+	case CACHED_STORED: reply(c, req->noreply, "STORED\r\n"); break;
+	case CACHED_NOT_STORED: reply(c, req->noreply, "NOT_STORED\r\n"); break;
+	case CACHED_EXISTS: reply(c, req->noreply, "EXISTS\r\n"); break;
+	case CACHED_NOT_FOUND: reply(c, req->noreply, "NOT_FOUND\r\n"); break;
+	case CACHED_TOO_LARGE:
+		out_str(c, "SERVER_ERROR object too large for cache\r\n");
+		break;
+	default:
+		out_str(c, "SERVER_ERROR out of memory storing object\r\n");
+		break;
+	}
+}
+
+static void
+do_stats(struct conn *c, const struct cached_req *req)
+{
+	struct server *srv = c->w->srv;
+	uint64_t sum[NCOUNTERS] = { 0 };
+	struct admit_lru_stats ls;
+	time_t now = time(NULL);
+	double gets;
+
+	if (req->rest_len) {
+		out_str(c, req->rest_len == 5 && !memcmp(req->rest, "reset", 5)
+		           ? "RESET\r\n" : "ERROR\r\n");
+		return;
+	}
+	for (unsigned t = 0; t < srv->opt.threads; t++) {
+		atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)&srv->workers[t].ctr;
+
+		for (size_t i = 0; i < NCOUNTERS; i++)
+			sum[i] += atomic_load_explicit(&a[i], memory_order_relaxed);
+	}
+#define S(field) sum[offsetof(struct counters, field) / sizeof(atomic_uint_fast64_t)]
+	cached_store_stats(srv->store, &ls);
+	gets = (double)(S(get_hits) + S(get_misses));
+	out_fmt(c, "STAT pid %ld\r\n", (long)getpid());
+	out_fmt(c, "STAT uptime %ld\r\n", (long)(now - srv->started));
+	out_fmt(c, "STAT time %ld\r\n", (long)now);
+	out_fmt(c, "STAT version %s\r\n", PACKAGE_VERSION);
+	out_fmt(c, "STAT pointer_size %zu\r\n", 8 * sizeof(void *));
+	out_fmt(c, "STAT curr_connections %u\r\n", atomic_load(&srv->curr_conns));
+	out_fmt(c, "STAT total_connections %" PRIu64 "\r\n", S(total_conns));
+	out_fmt(c, "STAT rejected_connections %" PRIu64 "\r\n",
+	        (uint64_t)atomic_load(&srv->rejected_conns));
+	out_fmt(c, "STAT connections_closed_by_limits %" PRIu64 "\r\n", S(closed_limits));
+	out_fmt(c, "STAT threads %u\r\n", srv->opt.threads);
+#define C(name) out_fmt(c, "STAT " #name " %" PRIu64 "\r\n", S(name))
+	C(cmd_get); C(cmd_set); C(cmd_flush); C(cmd_touch);
+	C(get_hits); C(get_misses); C(get_expired); C(get_flushed);
+	C(delete_misses); C(delete_hits); C(incr_misses); C(incr_hits);
+	C(decr_misses); C(decr_hits); C(cas_misses); C(cas_hits); C(cas_badval);
+	C(touch_hits); C(touch_misses);
+#undef C
+	out_fmt(c, "STAT limit_maxbytes %" PRIu64 "\r\n", srv->opt.memory_mb << 20);
+	out_fmt(c, "STAT item_size_max %zu\r\n", srv->opt.max_item);
+	out_fmt(c, "STAT curr_items %" PRIu64 "\r\n", ls.entries);
+	out_fmt(c, "STAT bytes %" PRIu64 "\r\n", ls.bytes);
+	out_fmt(c, "STAT evictions %" PRIu64 "\r\n", ls.evicted);
+	out_fmt(c, "STAT admission %s\r\n", srv->opt.admission ? "adaptive" : "off");
+	out_fmt(c, "STAT admission_admitted %" PRIu64 "\r\n", ls.admitted);
+	out_fmt(c, "STAT admission_rejected %" PRIu64 "\r\n", ls.rejected);
+	out_fmt(c, "STAT admission_window %" PRIu64 "\r\n", ls.window);
+	out_fmt(c, "STAT hit_ratio %.4f\r\n", gets > 0 ? (double)S(get_hits) / gets : 0.0);
+	out_str(c, "END\r\n");
+#undef S
+}
+
+/* Runs one parsed request line; a storage command goes on to READ_DATA. */
+static void
+execute(struct conn *c, struct cached_req *req)
+{
+	struct worker *w = c->w;
+	struct cached_store *st = w->srv->store;
+	enum cached_result r;
+	uint64_t v;
+
+	switch (req->cmd) {
+	case CACHED_GET:
+	case CACHED_GETS:
+		do_get(c, req);
+		return;
+	case CACHED_SET: case CACHED_ADD: case CACHED_REPLACE:
+	case CACHED_APPEND: case CACHED_PREPEND: case CACHED_CAS:
+		if (req->bytes > w->srv->opt.max_item) {
+			out_str(c, "SERVER_ERROR object too large for cache\r\n");
+			c->skip = req->bytes + 2;
+			c->state = SWALLOW;
+			return;
+		}
+		memcpy(c->key, req->key, req->klen);
+		c->req = *req;
+		c->req.key = c->key;
+		c->state = READ_DATA;
+		return;
+	case CACHED_DELETE:
+		r = cached_store_delete(st, &w->scratch, req->key, req->klen);
+		add(r == CACHED_DELETED ? &w->ctr.delete_hits : &w->ctr.delete_misses, 1);
+		reply(c, req->noreply, r == CACHED_DELETED ? "DELETED\r\n" : "NOT_FOUND\r\n");
+		return;
+	case CACHED_INCR:
+	case CACHED_DECR:
+		r = cached_store_arith(st, &w->scratch, req, &v);
+		if (req->cmd == CACHED_INCR)
+			add(r == CACHED_NOT_FOUND ? &w->ctr.incr_misses : &w->ctr.incr_hits, 1);
+		else
+			add(r == CACHED_NOT_FOUND ? &w->ctr.decr_misses : &w->ctr.decr_hits, 1);
+		if (r == CACHED_NUMBER) {
+			if (!req->noreply)
+				out_fmt(c, "%" PRIu64 "\r\n", v);
+		} else if (r == CACHED_NOT_FOUND) {
+			reply(c, req->noreply, "NOT_FOUND\r\n");
+		} else if (r == CACHED_NON_NUMERIC) {
+			out_str(c, "CLIENT_ERROR cannot increment or decrement "
+			           "non-numeric value\r\n");
+		} else {
+			out_str(c, "SERVER_ERROR out of memory\r\n");
+		}
+		return;
+	case CACHED_TOUCH:
+		add(&w->ctr.cmd_touch, 1);
+		r = cached_store_touch(st, &w->scratch, req);
+		add(r == CACHED_TOUCHED ? &w->ctr.touch_hits : &w->ctr.touch_misses, 1);
+		reply(c, req->noreply, r == CACHED_TOUCHED ? "TOUCHED\r\n" : "NOT_FOUND\r\n");
+		return;
+	case CACHED_FLUSH_ALL:
+		add(&w->ctr.cmd_flush, 1);
+		cached_store_flush(st, req->exptime);
+		reply(c, req->noreply, "OK\r\n");
+		return;
+	case CACHED_VERBOSITY:
+		reply(c, req->noreply, "OK\r\n");
+		return;
+	case CACHED_STATS:
+		do_stats(c, req);
+		return;
+	case CACHED_VERSION:
+		out_str(c, "VERSION " PACKAGE_VERSION "\r\n");
+		return;
+	case CACHED_QUIT:
+		c->closing = true;
+		return;
+	}
+}
+
+/* Makes room for a data block of need bytes at in_off. */
+static bool
+in_reserve(struct conn *c, size_t need)
+{
+	size_t cap = c->in_cap;
+	char *p;
+
+	if (c->in_off) {
+		memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+		c->in_len -= c->in_off;
+		c->in_off = 0;
+	}
+	if (need <= c->in_cap)
+		return true;
+	while (cap < need)
+		cap *= 2;
+	p = realloc(c->in, cap);
+	if (!p)
+		return false;
+	c->in = p;
+	c->in_cap = cap;
+	return true;
+}
+
+/* Runs every complete request buffered, until output backs up. */
+static void
+process(struct conn *c)
+{
+	const struct options *o = &c->w->srv->opt;
+
+	while (!c->closing && pending_out(c) < OUT_HIGH) {
+		char *buf = c->in + c->in_off;
+		size_t avail = c->in_len - c->in_off, len, used;
+		struct cached_req req;
+
+		if (c->state == SWALLOW) {
+			used = avail < c->skip ? avail : (size_t)c->skip;
+			c->in_off += used;
+			c->skip -= used;
+			if (c->skip)
+				break;
+			c->state = READ_LINE;
+			continue;
+		}
+		if (c->state == READ_DATA) {
+			size_t need = (size_t)c->req.bytes + 2;
+
+			if (avail < need) {
+				if (!in_reserve(c, need))
+					c->closing = true;
+				break;
+			}
+			if (buf[need - 2] != '\r' || buf[need - 1] != '\n')
+				out_str(c, "CLIENT_ERROR bad data chunk\r\n");
+			else
+				do_update(c, &c->req, buf);
+			c->in_off += need;
+			c->state = READ_LINE;
+			c->last_progress = time(NULL);
+			continue;
+		}
+		switch (cached_find_line(buf, avail, o->max_line, &len, &used)) {
+		case CACHED_LINE_MORE:
+			return;
+		case CACHED_LINE_TOO_LONG:
+			out_str(c, "CLIENT_ERROR line too long\r\n");
+			add(&c->w->ctr.closed_limits, 1);
+			c->closing = true;
+			return;
+		case CACHED_LINE_OK:
+			break;
+		}
+		c->in_off += used;
+		c->last_progress = time(NULL);
+		switch (cached_parse_line(buf, len, &req)) {
+		case CACHED_PARSE_OK:
+			execute(c, &req);
+			break;
+		case CACHED_PARSE_ERROR:
+			out_str(c, "ERROR\r\n");
+			break;
+		case CACHED_PARSE_CLIENT_ERROR:
+			out_fmt(c, "CLIENT_ERROR %s\r\n", req.error);
+			if (req.has_data) {
+				c->skip = req.bytes + 2;
+				c->state = SWALLOW;
+			}
+			break;
+		}
+	}
+}
+
+/* ---- connections and the event loop ------------------------------------- */
+
+static void
+conn_close(struct conn *c)
+{
+	struct worker *w = c->w;
+
+	epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		w->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	atomic_fetch_sub(&w->srv->curr_conns, 1);
+	free(c->in);
+	free(c->out);
+	free(c);
+}
+
+static void
+set_interest(struct conn *c, bool want_in, bool want_out)
+{
+	struct epoll_event ev = { .data.ptr = c };
+
+	if (want_in == c->want_in && want_out == c->want_out)
+		return;
+	ev.events = (want_in ? EPOLLIN : 0) | (want_out ? EPOLLOUT : 0);
+	epoll_ctl(c->w->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+	c->want_in = want_in;
+	c->want_out = want_out;
+}
+
+/* Whether process() has a whole request (or bytes to skip) to work on. */
+static bool
+runnable(const struct conn *c)
+{
+	size_t avail = c->in_len - c->in_off;
+
+	switch (c->state) {
+	case SWALLOW:
+		return avail > 0;
+	case READ_DATA:
+		return avail >= c->req.bytes + 2;
+	default:
+		return memchr(c->in + c->in_off, '\n', avail) != NULL;
+	}
+}
+
+/* Writes what it can; false when the connection is to be closed. */
+static bool
+flush_out(struct conn *c)
+{
+	while (pending_out(c)) {
+		ssize_t n = send(c->fd, c->out + c->out_off, pending_out(c),
+		                 MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return false;
+		}
+		c->out_off += (size_t)n;
+		c->last_progress = time(NULL);
+	}
+	if (!pending_out(c)) {
+		c->out_off = c->out_len = 0;
+		if (c->out_cap > OUT_HIGH) {  /* give back a big reply's buffer */
+			free(c->out);
+			c->out = NULL;
+			c->out_cap = 0;
+		}
+		/* Half-close, then read until the client closes: closing
+		 * with unread input would reset the connection and could
+		 * destroy the reply before the client reads it. */
+		if (c->closing && !c->draining) {
+			shutdown(c->fd, SHUT_WR);
+			c->draining = true;
+		}
+	}
+	return true;
+}
+
+/* Reads, runs and answers; false when the connection is to be closed. */
+static bool
+conn_io(struct conn *c, uint32_t events)
+{
+	bool want_in;
+
+	if (events & EPOLLERR)
+		return false;
+	if (c->draining) {
+		char sink[4096];
+		ssize_t n = recv(c->fd, sink, sizeof(sink), 0);
+
+		return n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR));
+	}
+	if ((events & (EPOLLIN | EPOLLHUP)) && c->want_in) {
+		ssize_t n;
+
+		if (c->in_len == c->in_cap && !in_reserve(c, c->in_cap))
+			return false;
+		if (c->in_len == c->in_cap && !in_reserve(c, 2 * c->in_cap))
+			return false;
+		n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+		if (n == 0)
+			return false;
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return false;
+		if (n > 0)
+			c->in_len += (size_t)n;
+	}
+	/* process() stops at OUT_HIGH; go on while sending drains it. */
+	do {
+		process(c);
+		if (!flush_out(c))
+			return false;
+	} while (!c->closing && pending_out(c) < OUT_HIGH && runnable(c));
+	if (c->in_off == c->in_len) {
+		c->in_off = c->in_len = 0;
+		if (c->in_cap > IN_MIN && c->state != READ_DATA) {
+			char *p = realloc(c->in, IN_MIN);
+
+			if (p) {
+				c->in = p;
+				c->in_cap = IN_MIN;
+			}
+		}
+	}
+	/* No new request is read while the client does not read its replies. */
+	want_in = c->draining || (!c->closing && pending_out(c) < OUT_HIGH);
+	set_interest(c, want_in, pending_out(c) != 0);
+	return true;
+}
+
+static void
+accept_all(struct worker *w)
+{
+	struct server *srv = w->srv;
+
+	for (;;) {
+		int fd = accept4(srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct epoll_event ev;
+		struct conn *c;
+		int one = 1;
+
+		if (fd < 0)
+			return;  /* EAGAIN: another worker took it, or none left */
+		if (atomic_fetch_add(&srv->curr_conns, 1) >= srv->opt.max_conns) {
+			static const char msg[] = "SERVER_ERROR too many open connections\r\n";
+
+			atomic_fetch_sub(&srv->curr_conns, 1);
+			atomic_fetch_add(&srv->rejected_conns, 1);
+			(void)!send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL);
+			close(fd);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (c)
+			c->in = malloc(IN_MIN);
+		if (!c || !c->in) {
+			if (c)
+				free(c);
+			atomic_fetch_sub(&srv->curr_conns, 1);
+			close(fd);
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c->fd = fd;
+		c->w = w;
+		c->in_cap = IN_MIN;
+		c->last_progress = time(NULL);
+		ev.events = EPOLLIN;
+		ev.data.ptr = c;
+		c->want_in = true;
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			free(c->in);
+			free(c);
+			atomic_fetch_sub(&srv->curr_conns, 1);
+			close(fd);
+			continue;
+		}
+		c->next = w->conns;
+		if (w->conns)
+			w->conns->prev = c;
+		w->conns = c;
+		add(&w->ctr.total_conns, 1);
+	}
+}
+
+/* Closes connections idle past --idle-timeout, and answered ones whose
+ * client has not closed within DRAIN_SECONDS. */
+static void
+close_idle(struct worker *w, time_t now)
+{
+	time_t limit = (time_t)w->srv->opt.idle_timeout;
+
+	for (struct conn *c = w->conns, *next; c; c = next) {
+		time_t idle = now - c->last_progress;
+
+		next = c->next;
+		if (c->draining ? idle >= DRAIN_SECONDS : limit && idle >= limit) {
+			add(&w->ctr.closed_limits, !c->draining);
+			conn_close(c);
+		}
+	}
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct server *srv = w->srv;
+	struct epoll_event evs[64];
+	time_t last_sweep = time(NULL);
+
+	for (;;) {
+		int n = epoll_wait(w->epfd, evs, 64, 1000);
+		time_t now;
+
+		for (int i = 0; i < n; i++) {
+			void *p = evs[i].data.ptr;
+
+			if (p == &srv->tag_stop)
+				goto out;
+			if (p == &srv->tag_listen) {
+				accept_all(w);
+				continue;
+			}
+			if (!conn_io(p, evs[i].events))
+				conn_close(p);
+		}
+		now = time(NULL);
+		if (now != last_sweep) {
+			close_idle(w, now);
+			last_sweep = now;
+		}
+	}
+out:
+	while (w->conns)
+		conn_close(w->conns);
+	return NULL;
+}
+
+/* ---- setup ------------------------------------------------------------------ */
+
+static int
+listen_on(const struct options *o)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+	                          .ai_flags = AI_PASSIVE | AI_NUMERICHOST |
+	                                      AI_NUMERICSERV };
+	struct addrinfo *res;
+	int fd = -1, one = 1, rc;
+
+	rc = getaddrinfo(o->listen, o->port, &hints, &res);
+	if (rc) {
+		fprintf(stderr, "admit-cached: --listen %s --port %s: %s\n",
+		        o->listen, o->port, gai_strerror(rc));
+		return -1;
+	}
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
+		fprintf(stderr, "admit-cached: listen on %s port %s: %s\n",
+		        o->listen, o->port, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: admit-cached [options]\n"
+"A memcached text-protocol cache server; storage is admit_lru with adaptive\n"
+"W-TinyLFU admission.\n"
+"  -p, --port PORT          TCP port (default 11311)\n"
+"  -l, --listen ADDR        numeric address to listen on (default 127.0.0.1)\n"
+"  -t, --threads N          worker threads, one epoll loop each (default 4)\n"
+"  -m, --memory MB          cache capacity in MiB: keys + values + 80 bytes\n"
+"                           per item (default 64)\n"
+"  -c, --max-conns N        simultaneous connections (default 1024)\n"
+"  -I, --max-item BYTES     largest value (default 1048576)\n"
+"      --max-line BYTES     longest request line (default 8192)\n"
+"      --idle-timeout SEC   close a connection that completes no request and\n"
+"                           takes no output for SEC seconds; 0 = never\n"
+"                           (default 300)\n"
+"      --no-admission       plain LRU, no TinyLFU admission (for comparison)\n"
+"  -h, --help               this text\n"
+"Commands: get gets set add replace append prepend cas delete incr decr\n"
+"touch flush_all verbosity stats version quit, each as in memcached's text\n"
+"protocol; \"stats\" adds admission_admitted, admission_rejected,\n"
+"admission_window and hit_ratio.  SIGINT or SIGTERM stops the server.\n");
+}
+
+static bool
+parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int
+parse_options(int argc, char **argv, struct options *o)
+{
+	enum { OPT_MAX_LINE = 256, OPT_IDLE, OPT_NO_ADMISSION };
+	static const struct option longopts[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "memory", required_argument, NULL, 'm' },
+		{ "max-conns", required_argument, NULL, 'c' },
+		{ "max-item", required_argument, NULL, 'I' },
+		{ "max-line", required_argument, NULL, OPT_MAX_LINE },
+		{ "idle-timeout", required_argument, NULL, OPT_IDLE },
+		{ "no-admission", no_argument, NULL, OPT_NO_ADMISSION },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t v;
+	int ch;
+
+	*o = (struct options){ .listen = "127.0.0.1", .port = "11311",
+	                       .threads = 4, .max_conns = 1024,
+	                       .idle_timeout = 300, .memory_mb = 64,
+	                       .max_item = 1u << 20, .max_line = 8192,
+	                       .admission = true };
+	while ((ch = getopt_long(argc, argv, "p:l:t:m:c:I:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'p':
+			if (!parse_num(optarg, 0, 65535, &v))
+				goto bad;
+			o->port = optarg;
+			break;
+		case 'l': o->listen = optarg; break;
+		case 't':
+			if (!parse_num(optarg, 1, 256, &v))
+				goto bad;
+			o->threads = (unsigned)v;
+			break;
+		case 'm':
+			if (!parse_num(optarg, 1, 1u << 20, &v))
+				goto bad;
+			o->memory_mb = v;
+			break;
+		case 'c':
+			if (!parse_num(optarg, 1, 1u << 20, &v))
+				goto bad;
+			o->max_conns = (unsigned)v;
+			break;
+		case 'I':
+			if (!parse_num(optarg, 1, 256u << 20, &v))
+				goto bad;
+			o->max_item = (size_t)v;
+			break;
+		case OPT_MAX_LINE:
+			if (!parse_num(optarg, 512, 1u << 20, &v))
+				goto bad;
+			o->max_line = (size_t)v;
+			break;
+		case OPT_IDLE:
+			if (!parse_num(optarg, 0, 1u << 30, &v))
+				goto bad;
+			o->idle_timeout = (unsigned)v;
+			break;
+		case OPT_NO_ADMISSION: o->admission = false; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -1;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return -1;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "admit-cached: bad value '%s' for -%c\n", optarg, ch < 256 ? ch : '-');
+	return -1;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct server srv = { 0 };
+	struct epoll_event ev;
+	sigset_t sigs;
+	unsigned started = 0;
+	int sig, status = 1;
+	uint64_t one = 1;
+
+	if (parse_options(argc, argv, &srv.opt) < 0)
+		return 2;
+	srv.lfd = srv.stopfd = -1;
+	srv.started = time(NULL);
+	atomic_init(&srv.curr_conns, 0);
+	atomic_init(&srv.rejected_conns, 0);
+
+	/* Workers inherit the mask: only main's sigwait sees the signals. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (cached_store_new(srv.opt.memory_mb << 20, srv.opt.max_item,
+	                     srv.opt.admission, &srv.store))
+		goto out;
+	srv.lfd = listen_on(&srv.opt);
+	srv.stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	srv.workers = calloc(srv.opt.threads, sizeof(*srv.workers));
+	if (srv.lfd < 0 || srv.stopfd < 0 || !srv.workers)
+		goto out;
+	for (; started < srv.opt.threads; started++) {
+		struct worker *w = &srv.workers[started];
+
+		w->srv = &srv;
+		w->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (w->epfd < 0 || cached_scratch_init(&w->scratch, srv.store))
+			goto stop;
+		ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+		ev.data.ptr = &srv.tag_listen;
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, srv.lfd, &ev) < 0)
+			goto stop;
+		ev.events = EPOLLIN;
+		ev.data.ptr = &srv.tag_stop;
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, srv.stopfd, &ev) < 0 ||
+		    pthread_create(&w->tid, NULL, worker_main, w))
+			goto stop;
+	}
+	fprintf(stderr, "admit-cached: listening on %s port %s, %u threads, "
+	        "%" PRIu64 " MiB, admission %s\n", srv.opt.listen, srv.opt.port,
+	        srv.opt.threads, srv.opt.memory_mb,
+	        srv.opt.admission ? "adaptive W-TinyLFU" : "off (plain LRU)");
+	while (sigwait(&sigs, &sig) != 0)
+		;
+	fprintf(stderr, "admit-cached: signal %d, shutting down\n", sig);
+	status = 0;
+stop:
+	if (status)
+		fprintf(stderr, "admit-cached: cannot start worker %u: %s\n",
+		        started, strerror(errno));
+	/* An eventfd stays readable once written: it wakes every worker. */
+	(void)!write(srv.stopfd, &one, sizeof(one));
+	for (unsigned t = 0; t < started; t++)
+		pthread_join(srv.workers[t].tid, NULL);
+	for (unsigned t = 0; t < srv.opt.threads && srv.workers; t++) {
+		if (srv.workers[t].epfd > 0)
+			close(srv.workers[t].epfd);
+		cached_scratch_free(&srv.workers[t].scratch);
+	}
+out:
+	free(srv.workers);
+	if (srv.stopfd >= 0)
+		close(srv.stopfd);
+	if (srv.lfd >= 0)
+		close(srv.lfd);
+	cached_store_free(srv.store);
+	return status;
+}
