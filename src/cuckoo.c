@@ -226,15 +226,45 @@ read_pair(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
 	}
 }
 
-static bool
-lookup(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
+/* The retry loop of lookup(), out of line: it calls sched_yield(), and the
+ * registers that call would need to save cost the fast path more than the
+ * retries ever do. */
+static __attribute__((noinline, cold)) bool
+lookup_retry(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
 {
 	const _Atomic uint32_t *sa = cuckoo_stripe(f, p->i1);
 	const _Atomic uint32_t *sb = cuckoo_stripe(f, p->i2);
 
 	for (unsigned tries = 0;; tries++) {
-		uint32_t va = stripe_read_begin(sa);
-		uint32_t vb = stripe_read_begin(sb);
+		uint32_t va, vb;
+		uint64_t b1, b2;
+
+		stat_bump(&stats_of(f, p->i1)->read_retries);
+		admit_backoff(tries);
+		va = stripe_read_begin(sa);
+		vb = stripe_read_begin(sb);
+		b1 = bucket_load(f, p->i1);
+		b2 = bucket_load(f, p->i2);
+		if (lanes_matching(f, b1, p->fp) | lanes_matching(f, b2, p->fp))
+			return true;
+		if (stripe_read_valid(sa, va) && stripe_read_valid(sb, vb))
+			return false;
+	}
+}
+
+/* One optimistic try inline, with no call on its path: a lookup that fits
+ * in few instructions lets the CPU overlap the cache misses of several
+ * consecutive calls. */
+static inline bool
+lookup(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
+{
+	const _Atomic uint32_t *sa = cuckoo_stripe(f, p->i1);
+	const _Atomic uint32_t *sb = cuckoo_stripe(f, p->i2);
+	/* acquire: as in stripe_read_begin(), pairs with stripe_unlock(). */
+	uint32_t va = atomic_load_explicit(sa, memory_order_acquire);
+	uint32_t vb = atomic_load_explicit(sb, memory_order_acquire);
+
+	if (!((va | vb) & 1)) {
 		uint64_t b1 = bucket_load(f, p->i1);
 		uint64_t b2 = bucket_load(f, p->i2);
 
@@ -242,9 +272,8 @@ lookup(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
 			return true;
 		if (stripe_read_valid(sa, va) && stripe_read_valid(sb, vb))
 			return false;
-		stat_bump(&stats_of(f, p->i1)->read_retries);
-		admit_backoff(tries);
 	}
+	return lookup_retry(f, p);
 }
 
 static bool
