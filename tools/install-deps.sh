@@ -10,4 +10,7 @@ $run apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
 	liburcu-dev libjemalloc-dev libxxhash-dev check \
 	>/dev/null
+# bench_cuckoo's libcuckoo baseline (header-only C++); optional: configure
+# builds the benchmark without it when it is missing.
+$run apt-get install -y -qq --no-install-recommends libcuckoo-dev >/dev/null
 echo "install-deps: done"
