@@ -226,36 +226,33 @@ read_pair(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
 	}
 }
 
-/* The retry loop of lookup(), out of line: it calls sched_yield(), and the
- * registers that call would need to save cost the fast path more than the
- * retries ever do. */
+/* lookup()'s retry loop, out of line: it may call sched_yield(), and the
+ * registers that call needs saved would cost every lookup, not just the
+ * rare one that meets a writer. */
 static __attribute__((noinline, cold)) bool
-lookup_retry(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
+lookup_slow(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
 {
 	const _Atomic uint32_t *sa = cuckoo_stripe(f, p->i1);
 	const _Atomic uint32_t *sb = cuckoo_stripe(f, p->i2);
 
 	for (unsigned tries = 0;; tries++) {
-		uint32_t va, vb;
-		uint64_t b1, b2;
+		uint32_t va = stripe_read_begin(sa);
+		uint32_t vb = stripe_read_begin(sb);
+		uint64_t b1 = bucket_load(f, p->i1);
+		uint64_t b2 = bucket_load(f, p->i2);
 
-		stat_bump(&stats_of(f, p->i1)->read_retries);
-		admit_backoff(tries);
-		va = stripe_read_begin(sa);
-		vb = stripe_read_begin(sb);
-		b1 = bucket_load(f, p->i1);
-		b2 = bucket_load(f, p->i2);
 		if (lanes_matching(f, b1, p->fp) | lanes_matching(f, b2, p->fp))
 			return true;
 		if (stripe_read_valid(sa, va) && stripe_read_valid(sb, vb))
 			return false;
+		stat_bump(&stats_of(f, p->i1)->read_retries);
+		admit_backoff(tries);
 	}
 }
 
-/* One optimistic try inline, with no call on its path: a lookup that fits
- * in few instructions lets the CPU overlap the cache misses of several
- * consecutive calls. */
-static inline bool
+/* The first try inline, with no call on its path: a lookup that takes few
+ * instructions lets the CPU overlap the cache misses of consecutive calls. */
+static inline __attribute__((always_inline)) bool
 lookup(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
 {
 	const _Atomic uint32_t *sa = cuckoo_stripe(f, p->i1);
@@ -264,6 +261,7 @@ lookup(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
 	uint32_t va = atomic_load_explicit(sa, memory_order_acquire);
 	uint32_t vb = atomic_load_explicit(sb, memory_order_acquire);
 
+	/* A writer holds a stripe: wait in lookup_slow(). */
 	if (!((va | vb) & 1)) {
 		uint64_t b1 = bucket_load(f, p->i1);
 		uint64_t b2 = bucket_load(f, p->i2);
@@ -272,8 +270,10 @@ lookup(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
 			return true;
 		if (stripe_read_valid(sa, va) && stripe_read_valid(sb, vb))
 			return false;
+		stat_bump(&stats_of(f, p->i1)->read_retries);
+		admit_cpu_relax();
 	}
-	return lookup_retry(f, p);
+	return lookup_slow(f, p);
 }
 
 static bool
