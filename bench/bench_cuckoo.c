@@ -59,6 +59,7 @@ static struct {
 	int reps;
 	bool csv;
 	bool cpu_clock;
+	bool progress;
 	int nthreads, nloads;
 	unsigned threads[MAX_LIST];
 	unsigned loads[MAX_LIST];
@@ -77,6 +78,7 @@ static double bytes_at[NKIND][MAX_LIST]; /* memory at each load */
 static uint64_t insert_failures[NKIND];
 static uint64_t mixed_failures[NKIND]; /* a full filter, or a bug */
 static double max_load = NAN;
+static int reps_done; /* medians are over the repetitions done so far */
 
 /* ---- keys and time ------------------------------------------------------ */
 
@@ -733,7 +735,7 @@ med(enum kind k, int ti, int li, enum op o)
 {
 	if (!opt.want[k] || !supports(k, o))
 		return NAN;
-	return median(results[k][ti][li][o], opt.reps);
+	return median(results[k][ti][li][o], reps_done);
 }
 
 static double
@@ -746,7 +748,7 @@ static double
 fpr_of(enum kind k, int ti, int li)
 {
 	return (k == S_ADMIT || k == S_MUTEX || k == S_BLOOM) && opt.want[k]
-	       ? fpr_sum[k][ti][li] / opt.reps : NAN;
+	       ? fpr_sum[k][ti][li] / reps_done : NAN;
 }
 
 static void
@@ -817,7 +819,7 @@ print_table(const double lim[2][2])
 	printf("n = %llu items at 95 %% load (%llu slots), %u-bit fingerprints, "
 	       "median of %d, %.2f s per timed op, seed %llu, %s clock, %ld CPUs\n",
 	       (unsigned long long)opt.n, (unsigned long long)slots, opt.bits,
-	       opt.reps, opt.seconds, (unsigned long long)opt.seed,
+	       reps_done, opt.seconds, (unsigned long long)opt.seed,
 	       opt.cpu_clock ? "cpu" : "wall", ncpu);
 	printf("\n%-3s %-4s %-13s %8s %8s %8s %8s %8s  | admit / %-27s\n",
 	       "thr", "load", "op", "admit", "mutex", "bloom", "lfht", "lcuckoo",
@@ -945,7 +947,7 @@ usage(void)
 	fprintf(stderr,
 	        "usage: bench_cuckoo [--n N] [--threads 1,2,8,16] [--bits 8|16]\n"
 	        "         [--loads 50,75,90,95] [--seconds S] [--reps R] [--seed S]\n"
-	        "         [--clock wall|cpu]\n"
+	        "         [--clock wall|cpu] [--progress (a table after every rep)]\n"
 	        "         [--structures admit,admit-mutex,bloom,lfht,libcuckoo] [--csv]\n");
 	exit(2);
 }
@@ -958,8 +960,9 @@ main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
-		if (!strcmp(a, "--csv")) {
-			opt.csv = true;
+		if (!strcmp(a, "--csv") || !strcmp(a, "--progress")) {
+			opt.csv |= !strcmp(a, "--csv");
+			opt.progress |= !strcmp(a, "--progress");
 			continue;
 		}
 		if (!v)
@@ -1033,13 +1036,21 @@ main(int argc, char **argv)
 				measure(k, ti, rep);
 			}
 		fputc('\n', stderr);
+		/* A table after every repetition: a long run that has to be
+		 * stopped still leaves its medians so far. */
+		reps_done = rep + 1;
+		for (int p = 0; p < 2; p++)
+			for (int t = 0; t < 2; t++)
+				lim[p][t] = median(limit_res[p][t], reps_done);
+		if (reps_done < opt.reps && !opt.progress)
+			continue;
+		if (reps_done < opt.reps)
+			printf("\n==== after %d of %d repetitions ====\n", reps_done, opt.reps);
+		if (opt.csv)
+			print_csv(lim);
+		else
+			print_table(lim);
+		fflush(stdout);
 	}
-	for (int p = 0; p < 2; p++)
-		for (int t = 0; t < 2; t++)
-			lim[p][t] = median(limit_res[p][t], opt.reps);
-	if (opt.csv)
-		print_csv(lim);
-	else
-		print_table(lim);
 	return 0;
 }
