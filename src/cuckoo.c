@@ -226,8 +226,11 @@ read_pair(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
 	}
 }
 
-static bool
-lookup(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
+/* lookup()'s retry loop, out of line: it may call sched_yield(), and the
+ * registers that call needs saved would cost every lookup, not just the
+ * rare one that meets a writer. */
+static __attribute__((noinline, cold)) bool
+lookup_slow(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
 {
 	const _Atomic uint32_t *sa = cuckoo_stripe(f, p->i1);
 	const _Atomic uint32_t *sb = cuckoo_stripe(f, p->i2);
@@ -256,6 +259,32 @@ lookup(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
 		stat_bump(&stats_of(f, p->i1)->read_retries);
 		admit_backoff(tries);
 	}
+}
+
+/* The first try inline, with no call on its path: a lookup that takes few
+ * instructions lets the CPU overlap the cache misses of consecutive calls. */
+static inline __attribute__((always_inline)) bool
+lookup(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
+{
+	const _Atomic uint32_t *sa = cuckoo_stripe(f, p->i1);
+	const _Atomic uint32_t *sb = cuckoo_stripe(f, p->i2);
+	/* acquire: as in stripe_read_begin(), pairs with stripe_unlock(). */
+	uint32_t va = atomic_load_explicit(sa, memory_order_acquire);
+	uint32_t vb = atomic_load_explicit(sb, memory_order_acquire);
+
+	/* A writer holds a stripe: wait in lookup_slow(). */
+	if (!((va | vb) & 1)) {
+		uint64_t b1 = bucket_load(f, p->i1);
+		uint64_t b2 = bucket_load(f, p->i2);
+
+		if (lanes_matching(f, b1, p->fp) | lanes_matching(f, b2, p->fp))
+			return true;
+		if (stripe_read_valid(sa, va) && stripe_read_valid(sb, vb))
+			return false;
+		stat_bump(&stats_of(f, p->i1)->read_retries);
+		admit_cpu_relax();
+	}
+	return lookup_slow(f, p);
 }
 
 static bool

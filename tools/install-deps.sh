@@ -6,11 +6,11 @@ run=
 [ "$(id -u)" -eq 0 ] || run=sudo
 export DEBIAN_FRONTEND=noninteractive
 $run apt-get update -qq
+# time: admit-dedup's benchmark reads peak memory from GNU time;
+# libcuckoo-dev: bench_cuckoo's libcuckoo baseline (optional, header-only).
 $run apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
 	liburcu-dev libjemalloc-dev libxxhash-dev check \
-	zlib1g-dev liblzma-dev \
+	zlib1g-dev liblzma-dev time libcuckoo-dev \
 	>/dev/null
-# admit-dedup's benchmark (bench/bench_dedup.sh) reads peak memory from GNU time.
-$run apt-get install -y -qq --no-install-recommends time >/dev/null
 echo "install-deps: done"

@@ -1,0 +1,1056 @@
+/*
+ * bench_cuckoo - admit's cuckoo filter against what a user would pick
+ * instead, in one run, on the same keys and the same hash (bench/README.md).
+ *
+ * For a filter sized for n items (95 % load = n items) and each thread count
+ * and load point: insert (from empty up to the load), positive and negative
+ * lookups, mixed 90/5/5 (lookups/inserts/deletes), delete, and
+ * contains_many, in Mops/s, the median of --reps repetitions.  Baselines:
+ *   admit-mutex  the same filter behind one global pthread_mutex;
+ *   bloom        a blocked Bloom filter of the same memory (bloom.c);
+ *   lfht         liburcu's cds_lfht holding 64-bit key hashes (lfht_set.c);
+ *   libcuckoo    libcuckoo's cuckoohash_map of the same (libcuckoo_set.cc).
+ * Also measured in the run: the physical limit, two random 64-byte line
+ * reads per operation from a huge-page table of the filter's size, as a
+ * plain loop and with 16 operations prefetched ahead.
+ *
+ * Every row prints admit / baseline; --csv prints machine-readable rows
+ * instead (the ratio rows name the structure "admit/<baseline>").
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <admit/admit.h>
+
+#include "hash.h"
+#include "sets.h"
+
+/* ---- what is measured --------------------------------------------------- */
+
+enum kind { S_ADMIT, S_MUTEX, S_BLOOM, S_LFHT, S_LCUCKOO, NKIND };
+static const char *kind_name[NKIND] = { "admit", "admit-mutex", "bloom",
+                                        "lfht", "libcuckoo" };
+
+enum op { OP_INSERT, OP_POS, OP_NEG, OP_MIXED, OP_DELETE, OP_MANY, NOPS };
+static const char *op_name[NOPS] = { "insert", "lookup+", "lookup-",
+                                     "mixed", "delete", "contains_many" };
+
+#define MAX_LIST 8
+#define MAX_REPS 25
+#define MAX_THREADS 256
+#define MANY 16 /* keys per contains_many call */
+
+static struct {
+	uint64_t n;
+	unsigned bits;
+	double seconds;
+	uint64_t seed;
+	int reps;
+	bool csv;
+	bool cpu_clock;
+	bool progress;
+	int nthreads, nloads;
+	unsigned threads[MAX_LIST];
+	unsigned loads[MAX_LIST];
+	bool want[NKIND];
+} opt = {
+	.n = 16u << 20, .bits = 16, .seconds = 0.2, .seed = 42, .reps = 5,
+	.nthreads = 4, .threads = { 1, 2, 8, 16 },
+	.nloads = 4, .loads = { 50, 75, 90, 95 },
+	.want = { true, true, true, true, true },
+};
+
+/* results[kind][thread index][load index][op][rep]; NAN = not measured. */
+static double (*results)[MAX_LIST][MAX_LIST][NOPS][MAX_REPS];
+static double fpr_sum[NKIND][MAX_LIST][MAX_LIST];
+static double bytes_at[NKIND][MAX_LIST]; /* memory at each load */
+static uint64_t insert_failures[NKIND];
+static uint64_t mixed_failures[NKIND]; /* a full filter, or a bug */
+static double max_load = NAN;
+static int reps_done; /* medians are over the repetitions done so far */
+
+/* ---- keys and time ------------------------------------------------------ */
+
+/* splitmix64: key i of the run.  Present keys are i < 2^40, negative ones
+ * have bit 63 set, the mixed phase's fresh keys bit 56. */
+static inline uint64_t
+key_of(uint64_t i)
+{
+	uint64_t z = i + 0x9e3779b97f4a7c15ull;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+#define NEG_KEY(r) key_of((r) | 1ull << 63)
+#define FRESH_KEY(load, tid, j) \
+	key_of(1ull << 56 | (uint64_t)(load) << 48 | (uint64_t)(tid) << 40 | (j))
+
+static inline uint64_t
+rng_next(uint64_t *s)
+{
+	/* xorshift64*: cheap enough not to matter next to a cache miss */
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545f4914f6cdd1dull;
+}
+
+static inline uint64_t
+below(uint64_t r, uint64_t n)
+{
+	return (uint64_t)(((unsigned __int128)r * n) >> 64);
+}
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double
+cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static long ncpu = 1;
+
+/*
+ * Mops/s of a phase.  Wall clock: ops over the span from the first thread's
+ * start to the last one's end.  CPU clock (--clock cpu), for a machine shared
+ * with other work: ops over the CPU time the threads got, as if they had had
+ * min(threads, CPUs) CPUs to themselves; spinning on a lock whose holder is
+ * descheduled still counts.
+ */
+static double
+rate(uint64_t ops, double wall, double cpu, unsigned nt)
+{
+	if (opt.cpu_clock)
+		return ops * (double)(nt < ncpu ? nt : ncpu) / cpu / 1e6;
+	return ops / wall / 1e6;
+}
+
+static void
+sleep_for(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (time_t)s) * 1e9) };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static void
+die(const char *what)
+{
+	fprintf(stderr, "bench_cuckoo: %s\n", what);
+	exit(1);
+}
+
+/* ---- the structures behind one interface -------------------------------- */
+
+struct subject {
+	enum kind kind;
+	struct admit_cuckoo *f;
+	pthread_mutex_t mu;
+	struct bench_bloom *bloom;
+	struct bench_lfht *lfht;
+	struct bench_lcuckoo *lc;
+	uint64_t seed;
+};
+
+static inline uint64_t
+hash_of(const struct subject *s, uint64_t key)
+{
+	return admit_hash(&key, sizeof(key), s->seed);
+}
+
+static void
+subject_new(struct subject *s, enum kind kind, uint64_t seed)
+{
+	struct admit_cuckoo_config cfg = { .capacity = opt.n,
+	                                   .fingerprint_bits = opt.bits,
+	                                   .seed = seed };
+	struct admit_cuckoo *probe;
+
+	memset(s, 0, sizeof(*s));
+	s->kind = kind;
+	s->seed = seed;
+	switch (kind) {
+	case S_ADMIT:
+	case S_MUTEX:
+		if (admit_cuckoo_new(&cfg, &s->f) != ADMIT_OK)
+			die("admit_cuckoo_new failed");
+		pthread_mutex_init(&s->mu, NULL);
+		break;
+	case S_BLOOM:
+		/* Same bytes as the filter, tuned for the filter's 95 % load. */
+		if (admit_cuckoo_new(&cfg, &probe) != ADMIT_OK)
+			die("admit_cuckoo_new failed");
+		s->bloom = bench_bloom_new(admit_cuckoo_memory(probe),
+		                           admit_cuckoo_slots(probe) * 95 / 100);
+		admit_cuckoo_free(probe);
+		if (!s->bloom)
+			die("bloom: out of memory");
+		break;
+	case S_LFHT:
+		if (!(s->lfht = bench_lfht_new(opt.n)))
+			die("lfht: out of memory");
+		break;
+	case S_LCUCKOO:
+#ifdef HAVE_LIBCUCKOO
+		if (!(s->lc = bench_lcuckoo_new(opt.n)))
+			die("libcuckoo: out of memory");
+#endif
+		break;
+	default:
+		abort();
+	}
+}
+
+static void
+subject_free(struct subject *s)
+{
+	admit_cuckoo_free(s->f);
+	bench_bloom_free(s->bloom);
+	bench_lfht_free(s->lfht);
+#ifdef HAVE_LIBCUCKOO
+	bench_lcuckoo_free(s->lc);
+#endif
+	if (s->kind == S_ADMIT || s->kind == S_MUTEX)
+		pthread_mutex_destroy(&s->mu);
+}
+
+static bool
+supports(enum kind k, enum op o)
+{
+	if (o == OP_MANY)
+		return k == S_ADMIT || k == S_MUTEX;
+	if (o == OP_DELETE || o == OP_MIXED)
+		return k != S_BLOOM;
+	return true;
+}
+
+static inline bool
+s_insert(struct subject *s, uint64_t key)
+{
+	bool ok = false;
+
+	switch (s->kind) {
+	case S_ADMIT:
+		return admit_cuckoo_insert(s->f, &key, sizeof(key)) == ADMIT_OK;
+	case S_MUTEX:
+		pthread_mutex_lock(&s->mu);
+		ok = admit_cuckoo_insert(s->f, &key, sizeof(key)) == ADMIT_OK;
+		pthread_mutex_unlock(&s->mu);
+		return ok;
+	case S_BLOOM:
+		bench_bloom_add(s->bloom, hash_of(s, key));
+		return true;
+	case S_LFHT:
+		return bench_lfht_insert(s->lfht, hash_of(s, key));
+	case S_LCUCKOO:
+#ifdef HAVE_LIBCUCKOO
+		return bench_lcuckoo_insert(s->lc, hash_of(s, key));
+#endif
+	default:
+		return false;
+	}
+}
+
+static inline bool
+s_contains(struct subject *s, uint64_t key)
+{
+	bool ok = false;
+
+	switch (s->kind) {
+	case S_ADMIT:
+		return admit_cuckoo_contains(s->f, &key, sizeof(key));
+	case S_MUTEX:
+		pthread_mutex_lock(&s->mu);
+		ok = admit_cuckoo_contains(s->f, &key, sizeof(key));
+		pthread_mutex_unlock(&s->mu);
+		return ok;
+	case S_BLOOM:
+		return bench_bloom_contains(s->bloom, hash_of(s, key));
+	case S_LFHT:
+		return bench_lfht_contains(s->lfht, hash_of(s, key));
+	case S_LCUCKOO:
+#ifdef HAVE_LIBCUCKOO
+		return bench_lcuckoo_contains(s->lc, hash_of(s, key));
+#endif
+	default:
+		return false;
+	}
+}
+
+static inline bool
+s_delete(struct subject *s, uint64_t key)
+{
+	bool ok = false;
+
+	switch (s->kind) {
+	case S_ADMIT:
+		return admit_cuckoo_delete(s->f, &key, sizeof(key)) == ADMIT_OK;
+	case S_MUTEX:
+		pthread_mutex_lock(&s->mu);
+		ok = admit_cuckoo_delete(s->f, &key, sizeof(key)) == ADMIT_OK;
+		pthread_mutex_unlock(&s->mu);
+		return ok;
+	case S_LFHT:
+		return bench_lfht_delete(s->lfht, hash_of(s, key));
+	case S_LCUCKOO:
+#ifdef HAVE_LIBCUCKOO
+		return bench_lcuckoo_delete(s->lc, hash_of(s, key));
+#endif
+	default:
+		return false;
+	}
+}
+
+/* MANY negative lookups; returns the hits. */
+static inline unsigned
+s_many(struct subject *s, uint64_t *rng)
+{
+	uint64_t k[MANY];
+	const void *kp[MANY];
+	size_t lens[MANY];
+	bool out[MANY];
+	unsigned hits = 0;
+
+	for (int j = 0; j < MANY; j++) {
+		k[j] = NEG_KEY(rng_next(rng));
+		kp[j] = &k[j];
+		lens[j] = sizeof(k[j]);
+	}
+	if (s->kind == S_MUTEX)
+		pthread_mutex_lock(&s->mu);
+	admit_cuckoo_contains_many(s->f, MANY, kp, lens, out);
+	if (s->kind == S_MUTEX)
+		pthread_mutex_unlock(&s->mu);
+	for (int j = 0; j < MANY; j++)
+		hits += out[j];
+	return hits;
+}
+
+/* ---- worker threads ----------------------------------------------------- */
+
+struct job {
+	pthread_t tid_handle;
+	struct subject *s;
+	enum op op;
+	unsigned tid, load_idx;
+	uint64_t lo, hi;     /* key range for insert / delete */
+	uint64_t items;      /* present keys 0 .. items-1 */
+	uint64_t rng;
+	uint64_t ops, hits, fails;
+	double t_start, t_end, cpu;
+};
+
+static pthread_barrier_t gate;
+static atomic_bool stop;
+
+static void
+run_timed(struct job *j)
+{
+	struct subject *s = j->s;
+	uint64_t ins = 0, del = 0;
+
+	/* relaxed: a flag polled every 256 operations; it orders nothing. */
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		for (int b = 0; b < 256; b++) {
+			uint64_t r = rng_next(&j->rng);
+			unsigned c;
+
+			switch (j->op) {
+			case OP_POS:
+				j->hits += s_contains(s, key_of(below(r, j->items)));
+				break;
+			case OP_NEG:
+				j->hits += s_contains(s, NEG_KEY(r));
+				break;
+			case OP_MANY:
+				j->hits += s_many(s, &j->rng);
+				j->ops += MANY - 1;
+				break;
+			case OP_MIXED:
+				c = (unsigned)below(r, 100);
+				if (c < 45)
+					j->fails += !s_contains(s, key_of(below(r, j->items)));
+				else if (c < 90)
+					j->hits += s_contains(s, NEG_KEY(r));
+				else if (c < 95)
+					j->fails += !s_insert(s, FRESH_KEY(j->load_idx, j->tid, ins++));
+				else if (del < ins)
+					j->fails += !s_delete(s, FRESH_KEY(j->load_idx, j->tid, del++));
+				else
+					j->fails += !s_contains(s, key_of(below(r, j->items)));
+				break;
+			default:
+				abort();
+			}
+		}
+		j->ops += 256;
+	}
+	/* Put the table back as it was (untimed). */
+	j->t_end = now();
+	j->cpu = cpu_now() - j->cpu;
+	while (del < ins)
+		j->fails += !s_delete(s, FRESH_KEY(j->load_idx, j->tid, del++));
+}
+
+static void *
+worker(void *arg)
+{
+	struct job *j = arg;
+
+	pthread_barrier_wait(&gate);
+	j->t_start = now();
+	j->cpu = cpu_now();
+	switch (j->op) {
+	case OP_INSERT:
+		for (uint64_t i = j->lo; i < j->hi; i++)
+			j->fails += !s_insert(j->s, key_of(i));
+		j->ops = j->hi - j->lo;
+		break;
+	case OP_DELETE:
+		for (uint64_t i = j->lo; i < j->hi; i++)
+			j->fails += !s_delete(j->s, key_of(i));
+		j->ops = j->hi - j->lo;
+		break;
+	default:
+		run_timed(j);
+	}
+	if (j->op == OP_INSERT || j->op == OP_DELETE) {
+		j->t_end = now();
+		j->cpu = cpu_now() - j->cpu;
+	}
+	return NULL;
+}
+
+/* Run op on nt threads; key range [lo, hi) split between them for insert
+ * and delete, otherwise for opt.seconds.  Returns Mops/s. */
+static double
+run(struct subject *s, enum op op, unsigned nt, uint64_t lo, uint64_t hi,
+    uint64_t items, unsigned load_idx, uint64_t *hits, uint64_t *fails,
+    uint64_t *opsp)
+{
+	static struct job jobs[MAX_THREADS];
+	uint64_t ops = 0;
+	double t0, t1, cpu = 0;
+
+	atomic_store(&stop, false);
+	pthread_barrier_init(&gate, NULL, nt + 1);
+	for (unsigned t = 0; t < nt; t++) {
+		jobs[t] = (struct job){
+			.s = s, .op = op, .tid = t, .load_idx = load_idx,
+			.lo = lo + (hi - lo) * t / nt,
+			.hi = lo + (hi - lo) * (t + 1) / nt,
+			.items = items,
+			.rng = key_of(opt.seed ^ ((uint64_t)t << 32) ^ (uint64_t)op << 24 ^
+			              (uint64_t)(now() * 1e9)) | 1,
+		};
+		if (pthread_create(&jobs[t].tid_handle, NULL, worker, &jobs[t]))
+			die("pthread_create failed");
+	}
+	/* The span from the first thread's start to the last one's end: with
+	 * more threads than cores, some run before this thread wakes up. */
+	pthread_barrier_wait(&gate);
+	if (op != OP_INSERT && op != OP_DELETE) {
+		sleep_for(opt.seconds);
+		atomic_store(&stop, true);
+	}
+	for (unsigned t = 0; t < nt; t++)
+		pthread_join(jobs[t].tid_handle, NULL);
+	pthread_barrier_destroy(&gate);
+	*hits = *fails = 0;
+	t0 = jobs[0].t_start;
+	t1 = jobs[0].t_end;
+	for (unsigned t = 0; t < nt; t++) {
+		ops += jobs[t].ops;
+		*hits += jobs[t].hits;
+		*fails += jobs[t].fails;
+		t0 = jobs[t].t_start < t0 ? jobs[t].t_start : t0;
+		t1 = jobs[t].t_end > t1 ? jobs[t].t_end : t1;
+		cpu += jobs[t].cpu;
+	}
+	if (opsp)
+		*opsp = ops;
+	return rate(ops, t1 - t0, cpu, nt);
+}
+
+/* ---- the measurement ---------------------------------------------------- */
+
+static uint64_t slots; /* the filter's slots: load L holds L % of them */
+
+static uint64_t
+items_at(int li)
+{
+	return slots * opt.loads[li] / 100;
+}
+
+static void
+measure(enum kind k, int ti, int rep)
+{
+	unsigned nt = opt.threads[ti];
+	struct subject s;
+	uint64_t prev = 0, hits, fails, ops;
+	double ins_time = 0;
+
+	subject_new(&s, k, opt.seed + (uint64_t)rep);
+	for (int li = 0; li < opt.nloads; li++) {
+		uint64_t items = items_at(li), d;
+		double (*r)[MAX_REPS] = results[k][ti][li];
+
+		if (items > prev) {
+			double mops = run(&s, OP_INSERT, nt, prev, items, 0, li,
+			                  &hits, &fails, NULL);
+
+			ins_time += (items - prev) / mops;
+			insert_failures[k] += fails;
+			prev = items;
+		}
+		r[OP_INSERT][rep] = items / ins_time;
+		for (enum op o = OP_POS; o < NOPS; o++) {
+			if (!supports(k, o))
+				continue;
+			if (o == OP_DELETE) {
+				/* Delete the last sixteenth, then put it back. */
+				d = items - items / 16;
+				r[o][rep] = run(&s, OP_DELETE, nt, d, items, 0, li,
+				                &hits, &fails, NULL);
+				if (fails && !insert_failures[k])
+					die("delete missed a key that was inserted");
+				(void)run(&s, OP_INSERT, nt, d, items, 0, li, &hits,
+				          &fails, NULL);
+				continue;
+			}
+			r[o][rep] = run(&s, o, nt, 0, 0, items, li, &hits, &fails, &ops);
+			if (o == OP_POS && hits != ops && !insert_failures[k])
+				die("false negative in positive lookups");
+			if (o == OP_MIXED)
+				mixed_failures[k] += fails;
+			if (o == OP_NEG)
+				fpr_sum[k][ti][li] += (double)hits / ops;
+		}
+		if (k == S_ADMIT || k == S_MUTEX || k == S_BLOOM)
+			bytes_at[k][li] = k == S_BLOOM ? bench_bloom_memory(s.bloom)
+			                               : admit_cuckoo_memory(s.f);
+	}
+	if (k == S_ADMIT && ti == 0 && rep == 0) {
+		/* Keep inserting until the filter says full. */
+		uint64_t i = prev;
+
+		while (admit_cuckoo_insert(s.f, &(uint64_t){ key_of(i) }, 8) == ADMIT_OK)
+			i++;
+		max_load = (double)admit_cuckoo_size(s.f) / admit_cuckoo_slots(s.f);
+	}
+	subject_free(&s);
+}
+
+/* Resident bytes of this process. */
+static double
+rss(void)
+{
+	long pages = 0, res = 0;
+	FILE *fp = fopen("/proc/self/statm", "r");
+
+	if (!fp)
+		return NAN;
+	if (fscanf(fp, "%ld %ld", &pages, &res) != 2)
+		res = 0;
+	fclose(fp);
+	return (double)res * sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * The exact sets allocate node by node: their memory is measured as the
+ * growth of the resident set of a fresh child process that fills one, before
+ * the parent has allocated and freed anything big that could be reused.
+ */
+static void
+measure_memory(enum kind k)
+{
+	int fd[2];
+	pid_t pid;
+
+	if (pipe(fd) != 0 || (pid = fork()) < 0)
+		die("fork failed");
+	if (pid == 0) {
+		struct subject s;
+		double base = rss(), out[MAX_LIST];
+		uint64_t prev = 0;
+
+		close(fd[0]);
+		subject_new(&s, k, opt.seed);
+		for (int li = 0; li < opt.nloads; li++) {
+			for (; prev < items_at(li); prev++)
+				s_insert(&s, key_of(prev));
+			out[li] = rss() - base;
+		}
+		if (write(fd[1], out, sizeof(out)) != (ssize_t)sizeof(out))
+			_exit(1);
+		_exit(0);
+	}
+	close(fd[1]);
+	if (read(fd[0], bytes_at[k], sizeof(bytes_at[k])) != (ssize_t)sizeof(bytes_at[k]))
+		die("memory measurement failed");
+	close(fd[0]);
+	waitpid(pid, NULL, 0);
+}
+
+/* ---- the physical limit ------------------------------------------------- */
+
+struct limit_job {
+	pthread_t handle;
+	const uint64_t *t;
+	uint32_t lines;
+	bool prefetch;
+	uint64_t start, ops, sum;
+	double cpu;
+};
+
+static void *
+limit_worker(void *arg)
+{
+	struct limit_job *j = arg;
+	const uint64_t *t = j->t;
+	uint64_t i = j->start, sum = 0;
+
+	pthread_barrier_wait(&gate);
+	j->cpu = cpu_now();
+	/* relaxed: see run_timed(). */
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		for (int b = 0; b < 256; b++, i++) {
+			uint64_t h = key_of(i);
+
+			if (j->prefetch) {
+				uint64_t a = key_of(i + 16);
+
+				__builtin_prefetch(t + (size_t)admit_fastrange32((uint32_t)a, j->lines) * 8);
+				__builtin_prefetch(t + (size_t)admit_fastrange32((uint32_t)(a >> 32), j->lines) * 8);
+			}
+			sum += t[(size_t)admit_fastrange32((uint32_t)h, j->lines) * 8] +
+			       t[(size_t)admit_fastrange32((uint32_t)(h >> 32), j->lines) * 8];
+		}
+		j->ops += 256;
+	}
+	j->sum = sum;
+	j->cpu = cpu_now() - j->cpu;
+	return NULL;
+}
+
+static double limit_res[2][2][MAX_REPS]; /* [prefetch][threads - 1][rep] */
+
+static void
+measure_limit(int rep)
+{
+	struct admit_cuckoo_config cfg = { .capacity = opt.n,
+	                                   .fingerprint_bits = opt.bits, .seed = 1 };
+	struct admit_cuckoo *f;
+	size_t bytes;
+	uint64_t *t;
+
+	if (admit_cuckoo_new(&cfg, &f) != ADMIT_OK)
+		die("admit_cuckoo_new failed");
+	bytes = (admit_cuckoo_memory(f) + 63) & ~(size_t)63;
+	admit_cuckoo_free(f);
+	if (posix_memalign((void **)&t, 2 << 20, bytes) != 0)
+		die("limit: out of memory");
+	(void)madvise(t, bytes, MADV_HUGEPAGE);
+	memset(t, 1, bytes);
+	for (int p = 0; p < 2; p++) {
+		for (unsigned nt = 1; nt <= 2; nt++) {
+			struct limit_job jobs[2];
+			uint64_t ops = 0;
+			double t0, cpu = 0;
+
+			atomic_store(&stop, false);
+			pthread_barrier_init(&gate, NULL, nt + 1);
+			for (unsigned k = 0; k < nt; k++) {
+				jobs[k] = (struct limit_job){ .t = t,
+					.lines = (uint32_t)(bytes / 64), .prefetch = p,
+					.start = (uint64_t)rep << 40 | (uint64_t)k << 36 };
+				pthread_create(&jobs[k].handle, NULL, limit_worker, &jobs[k]);
+			}
+			pthread_barrier_wait(&gate);
+			t0 = now();
+			sleep_for(opt.seconds);
+			atomic_store(&stop, true);
+			t0 = now() - t0;
+			for (unsigned k = 0; k < nt; k++) {
+				pthread_join(jobs[k].handle, NULL);
+				ops += jobs[k].ops;
+				cpu += jobs[k].cpu;
+				if (jobs[k].sum == 42)
+					fputc(' ', stderr); /* keep the reads */
+			}
+			pthread_barrier_destroy(&gate);
+			limit_res[p][nt - 1][rep] = rate(ops, t0, cpu, nt);
+		}
+	}
+	free(t);
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double
+median(const double *v, int n)
+{
+	double w[MAX_REPS];
+
+	memcpy(w, v, sizeof(*v) * (size_t)n);
+	qsort(w, (size_t)n, sizeof(*w), cmp_double);
+	return n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
+}
+
+static double
+med(enum kind k, int ti, int li, enum op o)
+{
+	if (!opt.want[k] || !supports(k, o))
+		return NAN;
+	return median(results[k][ti][li][o], reps_done);
+}
+
+static double
+bits_per_item(enum kind k, int li)
+{
+	return 8 * bytes_at[k][li] / (double)items_at(li);
+}
+
+static double
+fpr_of(enum kind k, int ti, int li)
+{
+	return (k == S_ADMIT || k == S_MUTEX || k == S_BLOOM) && opt.want[k]
+	       ? fpr_sum[k][ti][li] / reps_done : NAN;
+}
+
+static void
+csv_row(const char *name, unsigned nt, const char *load, const char *op,
+        double mops, double bits, double fpr)
+{
+	printf("%s,%u,%llu,%s,%s,", name, nt, (unsigned long long)opt.n, load, op);
+	printf(isnan(mops) ? "," : "%.4g,", mops);
+	printf(isnan(bits) ? "," : "%.3f,", bits);
+	printf(isnan(fpr) ? "\n" : "%.3g\n", fpr);
+}
+
+static void
+print_csv(const double lim[2][2])
+{
+	char name[64], load[16];
+
+	puts("structure,threads,n,load,op,mops,bits_per_item,fpr");
+	for (int ti = 0; ti < opt.nthreads; ti++)
+		for (int li = 0; li < opt.nloads; li++)
+			for (enum op o = 0; o < NOPS; o++) {
+				double a = med(S_ADMIT, ti, li, o);
+
+				snprintf(load, sizeof(load), "%u", opt.loads[li]);
+				for (enum kind k = 0; k < NKIND; k++) {
+					double m = med(k, ti, li, o);
+
+					if (isnan(m))
+						continue;
+					csv_row(kind_name[k], opt.threads[ti], load,
+					        op_name[o], m, bits_per_item(k, li),
+					        o == OP_NEG ? fpr_of(k, ti, li) : NAN);
+					if (k == S_ADMIT || isnan(a))
+						continue;
+					/* ratio row: speed ratio, and baseline bits /
+					 * admit bits (how many times smaller) */
+					snprintf(name, sizeof(name), "admit/%s", kind_name[k]);
+					csv_row(name, opt.threads[ti], load, op_name[o],
+					        a / m, bits_per_item(k, li) /
+					        bits_per_item(S_ADMIT, li), NAN);
+				}
+			}
+	for (int p = 0; p < 2; p++)
+		for (unsigned nt = 1; nt <= 2; nt++)
+			csv_row(p ? "limit-prefetch16" : "limit-plain", nt, "", "two-line-read",
+			        lim[p][nt - 1], NAN, NAN);
+	if (!isnan(max_load)) {
+		snprintf(load, sizeof(load), "%.2f", 100 * max_load);
+		csv_row("admit", 1, load, "max_load", NAN, NAN, NAN);
+	}
+}
+
+/* A number, or "-" where nothing was measured. */
+static void
+cell(int width, double v)
+{
+	if (isnan(v))
+		printf(" %*s", width, "-");
+	else
+		printf(" %*.2f", width, v);
+}
+
+static void
+print_table(const double lim[2][2])
+{
+	static const enum kind base[] = { S_MUTEX, S_BLOOM, S_LFHT, S_LCUCKOO };
+
+	printf("n = %llu items at 95 %% load (%llu slots), %u-bit fingerprints, "
+	       "median of %d, %.2f s per timed op, seed %llu, %s clock, %ld CPUs\n",
+	       (unsigned long long)opt.n, (unsigned long long)slots, opt.bits,
+	       reps_done, opt.seconds, (unsigned long long)opt.seed,
+	       opt.cpu_clock ? "cpu" : "wall", ncpu);
+	printf("\n%-3s %-4s %-13s %8s %8s %8s %8s %8s  | admit / %-27s\n",
+	       "thr", "load", "op", "admit", "mutex", "bloom", "lfht", "lcuckoo",
+	       "mutex   bloom    lfht lcuckoo");
+	for (int ti = 0; ti < opt.nthreads; ti++) {
+		for (int li = 0; li < opt.nloads; li++) {
+			for (enum op o = 0; o < NOPS; o++) {
+				double a = med(S_ADMIT, ti, li, o);
+
+				printf("%-3u %3u%% %-13s", opt.threads[ti],
+				       opt.loads[li], op_name[o]);
+				cell(8, a);
+				for (int b = 0; b < 4; b++)
+					cell(8, med(base[b], ti, li, o));
+				printf("  |");
+				for (int b = 0; b < 4; b++)
+					cell(7, a / med(base[b], ti, li, o));
+				putchar('\n');
+			}
+		}
+		putchar('\n');
+	}
+	printf("memory, bits per item (admit / exact set = how many times smaller):\n");
+	printf("%-4s %8s %8s %8s %8s   %s\n", "load", "admit", "bloom", "lfht",
+	       "lcuckoo", "lfht/admit lcuckoo/admit");
+	for (int li = 0; li < opt.nloads; li++) {
+		printf("%3u%% ", opt.loads[li]);
+		for (enum kind k = 0; k < NKIND; k++)
+			if (k != S_MUTEX)
+				cell(8, opt.want[k] ? bits_per_item(k, li) : NAN);
+		for (enum kind k = S_LFHT; k <= S_LCUCKOO; k++)
+			cell(10, opt.want[k] && opt.want[S_ADMIT]
+			         ? bits_per_item(k, li) / bits_per_item(S_ADMIT, li) : NAN);
+		putchar('\n');
+	}
+	if (opt.want[S_ADMIT] && opt.want[S_BLOOM])
+		printf("false-positive rate at %u %%, 1st thread count: admit %.5f %%, "
+		       "bloom %.5f %% (admit bound %.5f %%)\n",
+		       opt.loads[opt.nloads - 1],
+		       100 * fpr_of(S_ADMIT, 0, opt.nloads - 1),
+		       100 * fpr_of(S_BLOOM, 0, opt.nloads - 1),
+		       100.0 * 8 / (1u << opt.bits));
+	if (!isnan(max_load))
+		printf("admit: max load reached (1 thread, insert until full): %.2f %%\n",
+		       100 * max_load);
+	for (enum kind k = 0; k < NKIND; k++)
+		if (insert_failures[k] || mixed_failures[k])
+			printf("%s: %llu inserts failed (full), %llu failed operations "
+			       "in the mixed phase\n", kind_name[k],
+			       (unsigned long long)insert_failures[k],
+			       (unsigned long long)mixed_failures[k]);
+	printf("\nphysical limit, two random 64-byte line reads per op, huge pages:\n"
+	       "  plain loop:      1 thread %6.2f  2 threads %6.2f Mops/s\n"
+	       "  16-ahead prefetch: 1 thread %6.2f  2 threads %6.2f Mops/s\n",
+	       lim[0][0], lim[0][1], lim[1][0], lim[1][1]);
+	if (!opt.want[S_ADMIT])
+		return;
+	printf("admit as a fraction of the limit at %u %% load "
+	       "(lookups / plain, contains_many / prefetched):\n",
+	       opt.loads[opt.nloads - 1]);
+	for (int ti = 0; ti < opt.nthreads; ti++) {
+		unsigned nt = opt.threads[ti];
+		int li = opt.nloads - 1, l = nt >= 2;
+
+		printf("  %2u thread%s: lookup+ %.2f  lookup- %.2f  contains_many %.2f"
+		       "  (contains_many / lookup- %.2f)\n", nt, nt > 1 ? "s" : " ",
+		       med(S_ADMIT, ti, li, OP_POS) / lim[0][l],
+		       med(S_ADMIT, ti, li, OP_NEG) / lim[0][l],
+		       med(S_ADMIT, ti, li, OP_MANY) / lim[1][l],
+		       med(S_ADMIT, ti, li, OP_MANY) / med(S_ADMIT, ti, li, OP_NEG));
+	}
+	for (int ti = 1; ti < opt.nthreads; ti++)
+		printf("  scaling %2u threads / 1 thread: lookup+ %.2f  lookup- %.2f"
+		       "  insert %.2f\n", opt.threads[ti],
+		       med(S_ADMIT, ti, opt.nloads - 1, OP_POS) /
+		       med(S_ADMIT, 0, opt.nloads - 1, OP_POS),
+		       med(S_ADMIT, ti, opt.nloads - 1, OP_NEG) /
+		       med(S_ADMIT, 0, opt.nloads - 1, OP_NEG),
+		       med(S_ADMIT, ti, opt.nloads - 1, OP_INSERT) /
+		       med(S_ADMIT, 0, opt.nloads - 1, OP_INSERT));
+}
+
+/* ---- command line ------------------------------------------------------- */
+
+static int
+parse_list(const char *s, unsigned *out, unsigned lo, unsigned hi)
+{
+	int n = 0;
+
+	while (*s && n < MAX_LIST) {
+		char *end;
+		unsigned long v = strtoul(s, &end, 10);
+
+		if (end == s || v < lo || v > hi)
+			return -1;
+		out[n++] = (unsigned)v;
+		s = *end == ',' ? end + 1 : end;
+		if (*end && *end != ',')
+			return -1;
+	}
+	return *s ? -1 : n;
+}
+
+static bool
+parse_structures(const char *s)
+{
+	memset(opt.want, 0, sizeof(opt.want));
+	while (*s) {
+		size_t len = strcspn(s, ",");
+		bool found = false;
+
+		for (enum kind k = 0; k < NKIND; k++)
+			if (strlen(kind_name[k]) == len && !strncmp(s, kind_name[k], len))
+				opt.want[k] = found = true;
+		if (!found)
+			return false;
+		s += len + (s[len] == ',');
+	}
+	return true;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+	        "usage: bench_cuckoo [--n N] [--threads 1,2,8,16] [--bits 8|16]\n"
+	        "         [--loads 50,75,90,95] [--seconds S] [--reps R] [--seed S]\n"
+	        "         [--clock wall|cpu] [--progress (a table after every rep)]\n"
+	        "         [--structures admit,admit-mutex,bloom,lfht,libcuckoo] [--csv]\n");
+	exit(2);
+}
+
+int
+main(int argc, char **argv)
+{
+	double lim[2][2];
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--csv") || !strcmp(a, "--progress")) {
+			opt.csv |= !strcmp(a, "--csv");
+			opt.progress |= !strcmp(a, "--progress");
+			continue;
+		}
+		if (!v)
+			usage();
+		i++;
+		if (!strcmp(a, "--n"))
+			opt.n = strtoull(v, NULL, 10);
+		else if (!strcmp(a, "--bits"))
+			opt.bits = (unsigned)atoi(v);
+		else if (!strcmp(a, "--seconds"))
+			opt.seconds = atof(v);
+		else if (!strcmp(a, "--reps"))
+			opt.reps = atoi(v);
+		else if (!strcmp(a, "--clock") && (!strcmp(v, "cpu") || !strcmp(v, "wall")))
+			opt.cpu_clock = !strcmp(v, "cpu");
+		else if (!strcmp(a, "--seed"))
+			opt.seed = strtoull(v, NULL, 10);
+		else if (!strcmp(a, "--threads"))
+			opt.nthreads = parse_list(v, opt.threads, 1, MAX_THREADS);
+		else if (!strcmp(a, "--loads"))
+			opt.nloads = parse_list(v, opt.loads, 1, 100);
+		else if (!strcmp(a, "--structures")) {
+			if (!parse_structures(v))
+				usage();
+		} else
+			usage();
+	}
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu < 1)
+		ncpu = 1;
+	if (opt.n < 1024 || opt.n > ADMIT_CUCKOO_MAX_CAPACITY ||
+	    (opt.bits != 8 && opt.bits != 16) || !(opt.seconds > 0) ||
+	    opt.reps < 1 || opt.reps > MAX_REPS || opt.nthreads < 1 || opt.nloads < 1)
+		usage();
+	for (int li = 1; li < opt.nloads; li++)
+		if (opt.loads[li] <= opt.loads[li - 1])
+			usage();
+#ifndef HAVE_LIBCUCKOO
+	if (opt.want[S_LCUCKOO])
+		fprintf(stderr, "bench_cuckoo: built without libcuckoo "
+		        "(apt-get install libcuckoo-dev, re-run configure): "
+		        "that baseline is skipped\n");
+	opt.want[S_LCUCKOO] = false;
+#endif
+	{
+		struct admit_cuckoo_config cfg = { .capacity = opt.n,
+		                                   .fingerprint_bits = opt.bits, .seed = 1 };
+		struct admit_cuckoo *f;
+
+		if (admit_cuckoo_new(&cfg, &f) != ADMIT_OK)
+			die("admit_cuckoo_new failed");
+		slots = admit_cuckoo_slots(f);
+		admit_cuckoo_free(f);
+	}
+	results = calloc(NKIND, sizeof(*results));
+	if (!results)
+		die("out of memory");
+	for (enum kind k = S_LFHT; k < NKIND; k++)
+		if (opt.want[k]) {
+			fprintf(stderr, "memory of %s ...\n", kind_name[k]);
+			measure_memory(k);
+		}
+	for (int rep = 0; rep < opt.reps; rep++) {
+		fprintf(stderr, "rep %d/%d: limit", rep + 1, opt.reps);
+		measure_limit(rep);
+		for (int ti = 0; ti < opt.nthreads; ti++)
+			for (enum kind k = 0; k < NKIND; k++) {
+				if (!opt.want[k])
+					continue;
+				fprintf(stderr, ", %s/%u", kind_name[k], opt.threads[ti]);
+				measure(k, ti, rep);
+			}
+		fputc('\n', stderr);
+		/* A table after every repetition: a long run that has to be
+		 * stopped still leaves its medians so far. */
+		reps_done = rep + 1;
+		for (int p = 0; p < 2; p++)
+			for (int t = 0; t < 2; t++)
+				lim[p][t] = median(limit_res[p][t], reps_done);
+		if (reps_done < opt.reps && !opt.progress)
+			continue;
+		if (reps_done < opt.reps)
+			printf("\n==== after %d of %d repetitions ====\n", reps_done, opt.reps);
+		if (opt.csv)
+			print_csv(lim);
+		else
+			print_table(lim);
+		fflush(stdout);
+	}
+	return 0;
+}
