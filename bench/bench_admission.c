@@ -22,56 +22,24 @@
 
 #include <admit/admit.h>
 
+#include "benchutil.h"
+
 #define OPS (4u << 20)
 #define MAX_REPS 100
-
-static uint64_t
-mix(uint64_t i)
-{
-	uint64_t z = i + 0x9e3779b97f4a7c15ull;
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 /* Single-thread figures use the process's CPU time, so that other programs
  * on a busy machine do not count against either side of a ratio; the
  * two-thread figure needs the wall clock. */
 static double
-clock_of(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double
 now(void)
 {
-	return clock_of(CLOCK_PROCESS_CPUTIME_ID);
+	return bench_clock(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 static double
 wall(void)
 {
-	return clock_of(CLOCK_MONOTONIC);
-}
-
-static int
-cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double
-median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return bench_clock(CLOCK_MONOTONIC);
 }
 
 /* Mops/s of `lines` independent random 64-byte reads per operation. */
@@ -88,7 +56,7 @@ line_reads(size_t bytes, unsigned lines)
 		t[i] = i;
 	t0 = now();
 	for (uint64_t i = 0; i < OPS; i++) {
-		uint64_t h = mix(i);
+		uint64_t h = bench_key(i);
 
 		for (unsigned l = 0; l < lines; l++)
 			sum += t[(size_t)((h >> (l * 20)) % nlines) * 8];
@@ -142,7 +110,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	for (uint64_t i = 0; i < OPS; i++) {
-		uint64_t h = mix(i);
+		uint64_t h = bench_key(i);
 
 		skew[i] = (h % k) * ((h >> 32) % k) / k;
 		shift[i] = (i / w) << 40 | (i % w) % (w / 3);
@@ -223,7 +191,7 @@ main(int argc, char **argv)
 			puts("");
 	}
 	for (int op = 0; op < NOPS; op++)
-		med[op] = median(r[op], reps);
+		med[op] = bench_median(r[op], reps);
 	printf("%-30s %9s %9s\n", "op", "Mops/s", "ratio");
 	for (int op = 0; op < NOPS; op++) {
 		double base = op <= CBF_BASE ? med[CBF_BASE] : med[TL_BASE];

@@ -33,6 +33,8 @@
 
 #include <admit/admit.h>
 
+#include "benchutil.h"
+
 #include "hash.h"
 #include "sets.h"
 
@@ -82,21 +84,11 @@ static int reps_done; /* medians are over the repetitions done so far */
 
 /* ---- keys and time ------------------------------------------------------ */
 
-/* splitmix64: key i of the run.  Present keys are i < 2^40, negative ones
- * have bit 63 set, the mixed phase's fresh keys bit 56. */
-static inline uint64_t
-key_of(uint64_t i)
-{
-	uint64_t z = i + 0x9e3779b97f4a7c15ull;
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-#define NEG_KEY(r) key_of((r) | 1ull << 63)
+/* Key i of the run is bench_key(i).  Present keys are i < 2^40, negative
+ * ones have bit 63 set, the mixed phase's fresh keys bit 56. */
+#define NEG_KEY(r) bench_key((r) | 1ull << 63)
 #define FRESH_KEY(load, tid, j) \
-	key_of(1ull << 56 | (uint64_t)(load) << 48 | (uint64_t)(tid) << 40 | (j))
+	bench_key(1ull << 56 | (uint64_t)(load) << 48 | (uint64_t)(tid) << 40 | (j))
 
 static inline uint64_t
 rng_next(uint64_t *s)
@@ -117,19 +109,13 @@ below(uint64_t r, uint64_t n)
 static double
 now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+	return bench_clock(CLOCK_MONOTONIC);
 }
 
 static double
 cpu_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+	return bench_clock(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static long ncpu = 1;
@@ -382,7 +368,7 @@ run_timed(struct job *j)
 
 			switch (j->op) {
 			case OP_POS:
-				j->hits += s_contains(s, key_of(below(r, j->items)));
+				j->hits += s_contains(s, bench_key(below(r, j->items)));
 				break;
 			case OP_NEG:
 				j->hits += s_contains(s, NEG_KEY(r));
@@ -394,7 +380,7 @@ run_timed(struct job *j)
 			case OP_MIXED:
 				c = (unsigned)below(r, 100);
 				if (c < 45)
-					j->fails += !s_contains(s, key_of(below(r, j->items)));
+					j->fails += !s_contains(s, bench_key(below(r, j->items)));
 				else if (c < 90)
 					j->hits += s_contains(s, NEG_KEY(r));
 				else if (c < 95)
@@ -402,7 +388,7 @@ run_timed(struct job *j)
 				else if (del < ins)
 					j->fails += !s_delete(s, FRESH_KEY(j->load_idx, j->tid, del++));
 				else
-					j->fails += !s_contains(s, key_of(below(r, j->items)));
+					j->fails += !s_contains(s, bench_key(below(r, j->items)));
 				break;
 			default:
 				abort();
@@ -428,12 +414,12 @@ worker(void *arg)
 	switch (j->op) {
 	case OP_INSERT:
 		for (uint64_t i = j->lo; i < j->hi; i++)
-			j->fails += !s_insert(j->s, key_of(i));
+			j->fails += !s_insert(j->s, bench_key(i));
 		j->ops = j->hi - j->lo;
 		break;
 	case OP_DELETE:
 		for (uint64_t i = j->lo; i < j->hi; i++)
-			j->fails += !s_delete(j->s, key_of(i));
+			j->fails += !s_delete(j->s, bench_key(i));
 		j->ops = j->hi - j->lo;
 		break;
 	default:
@@ -465,7 +451,7 @@ run(struct subject *s, enum op op, unsigned nt, uint64_t lo, uint64_t hi,
 			.lo = lo + (hi - lo) * t / nt,
 			.hi = lo + (hi - lo) * (t + 1) / nt,
 			.items = items,
-			.rng = key_of(opt.seed ^ ((uint64_t)t << 32) ^ (uint64_t)op << 24 ^
+			.rng = bench_key(opt.seed ^ ((uint64_t)t << 32) ^ (uint64_t)op << 24 ^
 			              (uint64_t)(now() * 1e9)) | 1,
 		};
 		if (pthread_create(&jobs[t].tid_handle, NULL, worker, &jobs[t]))
@@ -559,7 +545,7 @@ measure(enum kind k, int ti, int rep)
 		/* Keep inserting until the filter says full. */
 		uint64_t i = prev;
 
-		while (admit_cuckoo_insert(s.f, &(uint64_t){ key_of(i) }, 8) == ADMIT_OK)
+		while (admit_cuckoo_insert(s.f, &(uint64_t){ bench_key(i) }, 8) == ADMIT_OK)
 			i++;
 		max_load = (double)admit_cuckoo_size(s.f) / admit_cuckoo_slots(s.f);
 	}
@@ -603,7 +589,7 @@ measure_memory(enum kind k)
 		subject_new(&s, k, opt.seed);
 		for (int li = 0; li < opt.nloads; li++) {
 			for (; prev < items_at(li); prev++)
-				s_insert(&s, key_of(prev));
+				s_insert(&s, bench_key(prev));
 			out[li] = rss() - base;
 		}
 		if (write(fd[1], out, sizeof(out)) != (ssize_t)sizeof(out))
@@ -640,10 +626,10 @@ limit_worker(void *arg)
 	/* relaxed: see run_timed(). */
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		for (int b = 0; b < 256; b++, i++) {
-			uint64_t h = key_of(i);
+			uint64_t h = bench_key(i);
 
 			if (j->prefetch) {
-				uint64_t a = key_of(i + 16);
+				uint64_t a = bench_key(i + 16);
 
 				__builtin_prefetch(t + (size_t)admit_fastrange32((uint32_t)a, j->lines) * 8);
 				__builtin_prefetch(t + (size_t)admit_fastrange32((uint32_t)(a >> 32), j->lines) * 8);
@@ -712,30 +698,12 @@ measure_limit(int rep)
 
 /* ---- output ------------------------------------------------------------- */
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double
-median(const double *v, int n)
-{
-	double w[MAX_REPS];
-
-	memcpy(w, v, sizeof(*v) * (size_t)n);
-	qsort(w, (size_t)n, sizeof(*w), cmp_double);
-	return n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
-}
-
 static double
 med(enum kind k, int ti, int li, enum op o)
 {
 	if (!opt.want[k] || !supports(k, o))
 		return NAN;
-	return median(results[k][ti][li][o], reps_done);
+	return bench_median(results[k][ti][li][o], reps_done);
 }
 
 static double
@@ -1041,7 +1009,7 @@ main(int argc, char **argv)
 		reps_done = rep + 1;
 		for (int p = 0; p < 2; p++)
 			for (int t = 0; t < 2; t++)
-				lim[p][t] = median(limit_res[p][t], reps_done);
+				lim[p][t] = bench_median(limit_res[p][t], reps_done);
 		if (reps_done < opt.reps && !opt.progress)
 			continue;
 		if (reps_done < opt.reps)
