@@ -681,6 +681,13 @@ admit_lru_stats(struct admit_lru *c, struct admit_lru_stats *out)
 		                                          : s->window_max;
 		pthread_mutex_unlock(&s->mu);
 	}
+	if (c->tlfu) {
+		struct admit_tinylfu_stats ts;
+
+		admit_tinylfu_stats(c->tlfu, &ts);
+		sum.filter_entries = ts.freq_entries;
+		sum.filter_slots = ts.freq_slots;
+	}
 	*out = sum;
 	return ADMIT_OK;
 }

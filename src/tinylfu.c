@@ -314,5 +314,7 @@ admit_tinylfu_stats(const struct admit_tinylfu *t,
 	out->replaced = atomic_load_explicit(&t->replaced, memory_order_relaxed);
 	out->random_admits = atomic_load_explicit(&t->random_admits,
 	                                          memory_order_relaxed);
+	out->freq_entries = admit_cuckoo_size(t->freq);
+	out->freq_slots = admit_cuckoo_slots(t->freq);
 	return ADMIT_OK;
 }

@@ -128,7 +128,8 @@ else
 fi
 printf 'get good\r\nstats\r\nquit\r\n' | session after
 if grep -q "VALUE good 0 2" "$tmp/after" && grep -q "STAT admission_rejected" "$tmp/after" &&
-   grep -q "STAT hit_ratio" "$tmp/after"; then
+   grep -q "STAT hit_ratio" "$tmp/after" &&
+   grep -q "STAT admission_filter_load 0\.[0-9]" "$tmp/after"; then
 	ok "other clients unaffected; stats has admission counters"
 else
 	fail "after the hostile clients: got $(head -c 300 "$tmp/after")"

@@ -119,6 +119,7 @@ START_TEST(test_lru_by_hand)
 	ck_assert_uint_eq(st.hits, 4);
 	ck_assert_uint_eq(st.misses, 2);
 	ck_assert_uint_eq(st.admitted + st.rejected, 0);
+	ck_assert_uint_eq(st.filter_entries + st.filter_slots, 0); /* no TinyLFU */
 	admit_lru_free(c);
 }
 END_TEST
@@ -237,6 +238,9 @@ START_TEST(test_admission_rejects_cold)
 	admit_lru_stats(c, &st);
 	ck_assert_uint_eq(st.rejected, 1);
 	ck_assert_uint_eq(st.admitted, 0);
+	/* Keys seen again are counted by the frequency store. */
+	ck_assert_uint_gt(st.filter_entries, 0);
+	ck_assert_uint_le(st.filter_entries, st.filter_slots);
 	admit_lru_free(c);
 }
 END_TEST

@@ -79,6 +79,10 @@ START_TEST(test_bad_input)
 	ck_assert_int_eq(admit_tinylfu_record(t, NULL, 0), ADMIT_OK);
 	ck_assert_int_eq(admit_tinylfu_record(t, "", 0), ADMIT_OK);
 	ck_assert_uint_eq(admit_tinylfu_estimate(t, NULL, 0), 2);
+	/* The first sighting went to the doorkeeper, the second to the store. */
+	ck_assert_int_eq(admit_tinylfu_stats(t, &st), ADMIT_OK);
+	ck_assert_uint_eq(st.freq_entries, 1);
+	ck_assert_uint_ge(st.freq_slots, 10);
 	admit_tinylfu_free(t);
 }
 END_TEST

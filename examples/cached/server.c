@@ -318,6 +318,8 @@ do_stats(struct conn *c, const struct cached_req *req)
 	out_fmt(c, "STAT admission_admitted %" PRIu64 "\r\n", ls.admitted);
 	out_fmt(c, "STAT admission_rejected %" PRIu64 "\r\n", ls.rejected);
 	out_fmt(c, "STAT admission_window %" PRIu64 "\r\n", ls.window);
+	out_fmt(c, "STAT admission_filter_load %.4f\r\n", ls.filter_slots ?
+	        (double)ls.filter_entries / (double)ls.filter_slots : 0.0);
 	out_fmt(c, "STAT hit_ratio %.4f\r\n", gets > 0 ? (double)S(get_hits) / gets : 0.0);
 	out_str(c, "END\r\n");
 #undef S
@@ -793,7 +795,8 @@ usage(FILE *f)
 "Commands: get gets set add replace append prepend cas delete incr decr\n"
 "touch flush_all verbosity stats version quit, each as in memcached's text\n"
 "protocol; \"stats\" adds admission_admitted, admission_rejected,\n"
-"admission_window and hit_ratio.  SIGINT or SIGTERM stops the server.\n");
+"admission_window, admission_filter_load and hit_ratio.\n"
+"SIGINT or SIGTERM stops the server.\n");
 }
 
 static bool

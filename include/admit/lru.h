@@ -82,6 +82,9 @@ struct admit_lru_stats {
 	uint64_t window;    /* current window capacity, summed over shards, in
 	                     * entries (in bytes when only capacity_bytes is
 	                     * set) */
+	uint64_t filter_entries; /* keys TinyLFU counts now (0 for PLAIN) */
+	uint64_t filter_slots;   /* its frequency store's slots: entries /
+	                          * slots is the filter load */
 };
 
 /*

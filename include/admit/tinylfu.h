@@ -164,6 +164,8 @@ struct admit_tinylfu_stats {
 	uint64_t agings;       /* times the counters were halved */
 	uint64_t replaced;     /* frequency entries replaced when full */
 	uint64_t random_admits; /* admit() wins by the random chance */
+	uint64_t freq_entries; /* keys in the frequency store now */
+	uint64_t freq_slots;   /* its capacity: entries / slots is its load */
 };
 
 /*
