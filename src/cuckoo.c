@@ -50,15 +50,6 @@ stats_of(const struct admit_cuckoo *f, uint32_t bucket)
 	return &f->stats[bucket & f->stripe_mask];
 }
 
-/* For counters a writer changes while it holds the bucket's stripe: no other
- * writer can race, so a relaxed load and store avoid a locked add. */
-static inline void
-stat_add_locked(_Atomic uint64_t *c, int64_t d)
-{
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) +
-	                      (uint64_t)d, memory_order_relaxed);
-}
-
 /* relaxed: event counters order nothing. */
 static inline void
 stat_bump(_Atomic uint64_t *c)
@@ -729,6 +720,8 @@ admit_cuckoo_size(const struct admit_cuckoo *f)
 
 	if (!f)
 		return 0;
+	/* relaxed: a statistic; exact when no writer runs (then the stripe
+	 * releases already ordered every change before this call). */
 	for (uint32_t s = 0; s <= f->stripe_mask; s++)
 		n += atomic_load_explicit(&f->stats[s].items, memory_order_relaxed);
 	return n;

@@ -109,6 +109,16 @@ bucket_store(struct admit_cuckoo *f, uint32_t i, uint64_t v)
 		atomic_store_explicit(&f->t64[i], v, memory_order_release);
 }
 
+/* For counters a writer changes while it holds the bucket's stripe (or
+ * before the filter is shared): no other writer can race, so a relaxed load
+ * and store avoid a locked add; readers only sum them as statistics. */
+static inline void
+stat_add_locked(_Atomic uint64_t *c, int64_t d)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) +
+	                      (uint64_t)d, memory_order_relaxed);
+}
+
 static inline uint64_t
 slot_get(const struct admit_cuckoo *f, uint64_t bucket, unsigned s)
 {

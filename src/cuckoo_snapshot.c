@@ -137,6 +137,7 @@ admit_cuckoo_save(const struct admit_cuckoo *cf, const char *path)
 		else
 			put64(t + (size_t)i * 8, bucket_load(f, i));
 	}
+	/* relaxed: every stripe is held, so no writer is changing these. */
 	for (uint32_t s = 0; s <= f->stripe_mask; s++)
 		items += atomic_load_explicit(&f->stats[s].items,
 		                              memory_order_relaxed);
@@ -203,10 +204,7 @@ check_bucket(struct admit_cuckoo *f, uint32_t i, uint64_t b)
 			return false;
 		n++;
 	}
-	atomic_store_explicit(&f->stats[i & f->stripe_mask].items,
-	                      atomic_load_explicit(&f->stats[i & f->stripe_mask].items,
-	                                           memory_order_relaxed) + n,
-	                      memory_order_relaxed);
+	stat_add_locked(&f->stats[i & f->stripe_mask].items, n);
 	return true;
 }
 
