@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "zipf.h"
+
 struct options {
 	const char *host;
 	unsigned port, threads, value_size, max_seconds;
@@ -72,20 +74,10 @@ splitmix(uint64_t *s)
 
 /* Rank r (0 = most popular) drawn by inverting the CDF. */
 static uint64_t
-zipf_rank(struct client *c)
+draw_rank(struct client *c)
 {
-	double u = (double)(splitmix(&c->rng) >> 11) * 0x1p-53;
-	uint64_t lo = 0, hi = c->o->keys - 1;
-
-	while (lo < hi) {
-		uint64_t mid = lo + (hi - lo) / 2;
-
-		if (c->cdf[mid] < u)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return zipf_rank(c->cdf, c->o->keys,
+	                 (double)(splitmix(&c->rng) >> 11) * 0x1p-53);
 }
 
 static bool
@@ -148,7 +140,7 @@ static bool
 request(struct client *c, bool count)
 {
 	char cmd[128], *value = c->buf + c->cap;  /* value area after buf */
-	uint64_t rank = zipf_rank(c);
+	uint64_t rank = draw_rank(c);
 	/* An odd multiplier is a bijection: distinct ranks, distinct keys. */
 	uint64_t key = rank * 0x9e3779b97f4a7c15ull;
 	const char *line;
@@ -270,7 +262,7 @@ main(int argc, char **argv)
 	                     .warmup = 100000, .zipf = 0.99, .value_size = 100,
 	                     .max_seconds = 120, .seed = 1 };
 	struct client *cl;
-	double *cdf, sum = 0, t0, el, ops = 0;
+	double *cdf, t0, el, ops = 0;
 	uint64_t gets = 0, hits = 0, sets = 0;
 	int ch, rc = 0;
 
@@ -299,14 +291,10 @@ main(int argc, char **argv)
 		fprintf(stderr, "cached_load: bad option (host must be 127.0.0.1)\n");
 		return 2;
 	}
-	cdf = malloc(o.keys * sizeof(*cdf));
+	cdf = zipf_table(o.keys, o.zipf);
 	cl = calloc(o.threads, sizeof(*cl));
 	if (!cdf || !cl)
 		return 1;
-	for (uint64_t i = 0; i < o.keys; i++)
-		cdf[i] = sum += pow((double)(i + 1), -o.zipf);
-	for (uint64_t i = 0; i < o.keys; i++)
-		cdf[i] /= sum;
 	t0 = now_s();
 	deadline = t0 + o.max_seconds;
 	for (unsigned i = 0; i < o.threads; i++) {

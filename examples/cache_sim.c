@@ -28,6 +28,7 @@
 #include <admit/admit.h>
 
 #include "trace.h"
+#include "zipf.h"
 
 #define MAX_SIZES 64
 
@@ -210,10 +211,9 @@ splitmix64(uint64_t *state)
 static uint64_t *
 builtin_workload(uint64_t seed, size_t *n)
 {
-	double *cdf = malloc(BUILTIN_KEYS * sizeof(*cdf));
+	double *cdf = zipf_table(BUILTIN_KEYS, 0.9);
 	uint64_t *keys = malloc(BUILTIN_REQUESTS * sizeof(*keys));
 	uint64_t rng = seed, scan_key = 1ull << 62;
-	double sum = 0;
 	size_t i = 0;
 
 	if (!cdf || !keys) {
@@ -221,8 +221,6 @@ builtin_workload(uint64_t seed, size_t *n)
 		free(keys);
 		return NULL;
 	}
-	for (uint32_t r = 0; r < BUILTIN_KEYS; r++)
-		cdf[r] = sum += pow(r + 1.0, -0.9);
 	while (i < BUILTIN_REQUESTS) {
 		if (i % BUILTIN_SCAN_EVERY == BUILTIN_SCAN_EVERY / 2) {
 			/* One-off keys, outside the Zipf key space. */
@@ -230,19 +228,9 @@ builtin_workload(uint64_t seed, size_t *n)
 				keys[i++] = scan_key++;
 			continue;
 		}
-		double u = (double)(splitmix64(&rng) >> 11) * 0x1p-53 * sum;
-		size_t lo = 0, hi = BUILTIN_KEYS - 1;
-
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (cdf[mid] < u)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		double u = (double)(splitmix64(&rng) >> 11) * 0x1p-53;
 		/* Scatter ranks over the key space, as real ids are. */
-		uint64_t s = lo;
+		uint64_t s = zipf_rank(cdf, BUILTIN_KEYS, u);
 		keys[i++] = splitmix64(&s) >> 2;
 	}
 	free(cdf);

@@ -27,6 +27,8 @@
 
 #include <admit/admit.h>
 
+#include "zipf.h"
+
 #define MAX_THREADS 64
 #define MAX_VALUE 512
 
@@ -99,18 +101,7 @@ check_value(const unsigned char *v, size_t len, uint64_t key)
 static uint64_t
 zipf_key(const double *cdf, uint64_t n, uint64_t *rng)
 {
-	double u = (double)(splitmix64(rng) >> 11) * 0x1p-53 * cdf[n - 1];
-	uint64_t lo = 0, hi = n - 1;
-
-	while (lo < hi) {
-		uint64_t mid = lo + (hi - lo) / 2;
-
-		if (cdf[mid] < u)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return zipf_rank(cdf, n, (double)(splitmix64(rng) >> 11) * 0x1p-53);
 }
 
 static void *
@@ -227,7 +218,7 @@ main(int argc, char **argv)
 	pthread_t tid[MAX_THREADS], mtid;
 	struct worker sum = { 0 };
 	uint64_t found = 0, bad_after = 0;
-	double *cdf, acc = 0;
+	double *cdf;
 	enum admit_status s;
 	bool ok;
 
@@ -240,11 +231,9 @@ main(int argc, char **argv)
 	printf("stress_cache: seed %" PRIu64 ", %u threads, %u s, %" PRIu64
 	       " keys, %" PRIu64 " bytes, %u shards\n", cfg.seed, cfg.threads,
 	       cfg.seconds, cfg.keys, cfg.bytes, cfg.shards);
-	cdf = malloc(cfg.keys * sizeof(*cdf));
+	cdf = zipf_table(cfg.keys, 0.99);
 	if (!cdf)
 		return 1;
-	for (uint64_t r = 0; r < cfg.keys; r++)
-		cdf[r] = acc += pow((double)r + 1, -0.99);
 	lc = (struct admit_lru_config){ .capacity_bytes = cfg.bytes,
 	                                .policy = cfg.policy,
 	                                .shards = cfg.shards, .seed = cfg.seed };
