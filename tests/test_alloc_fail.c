@@ -113,7 +113,7 @@ main(void)
 	Suite *s = suite_create("alloc_fail");
 	TCase *tc = tcase_create("every k");
 	SRunner *sr;
-	int n = (int)(sizeof(configs) / sizeof(configs[0])), failed;
+	int n = (int)(sizeof(configs) / sizeof(configs[0]));
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, new_fails_cleanly, 0, n);
@@ -122,8 +122,5 @@ main(void)
 	sr = srunner_create(s);
 	/* No fork: LeakSanitizer reports at the exit of this one process. */
 	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return test_run(sr);
 }

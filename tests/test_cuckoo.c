@@ -453,11 +453,7 @@ int
 main(void)
 {
 	SRunner *sr = srunner_create(cuckoo_suite());
-	int failed;
 
 	srunner_add_suite(sr, snapshot_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return test_run(sr);
 }

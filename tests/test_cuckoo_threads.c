@@ -293,8 +293,6 @@ main(void)
 {
 	Suite *s = suite_create("cuckoo-threads");
 	TCase *tc = tcase_create("threads");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_loop_test(tc, test_concurrent_insert_lookup_delete, 0,
 	                    (int)(sizeof(writer_counts) / sizeof(writer_counts[0])));
@@ -302,9 +300,5 @@ main(void)
 	tcase_add_loop_test(tc, test_halve_during_kicks, 0, 8);
 	tcase_set_timeout(tc, 600);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return test_run(srunner_create(s));
 }

@@ -414,8 +414,6 @@ main(void)
 {
 	Suite *s = suite_create("lru");
 	TCase *tc = tcase_create("lru");
-	SRunner *sr;
-	int failed;
 	int np = (int)(sizeof(all_policies) / sizeof(all_policies[0]));
 
 	tcase_add_test(tc, test_bad_config);
@@ -431,9 +429,5 @@ main(void)
 	tcase_add_test(tc, test_window_adapts);
 	tcase_add_loop_test(tc, test_threads, 0, np);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return test_run(srunner_create(s));
 }

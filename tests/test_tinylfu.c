@@ -325,8 +325,6 @@ main(void)
 	Suite *s = suite_create("tinylfu");
 	TCase *tc = tcase_create("basic");
 	TCase *thr = tcase_create("threads");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_record_estimate);
@@ -339,9 +337,5 @@ main(void)
 	tcase_set_timeout(thr, 600);
 	suite_add_tcase(s, thr);
 
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return test_run(srunner_create(s));
 }

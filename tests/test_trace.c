@@ -16,6 +16,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "testutil.h"
 #include "trace.h"
 
 static char dir[64];
@@ -404,8 +405,6 @@ main(void)
 	TCase *fmt = tcase_create("formats");
 	TCase *opt = tcase_create("opt");
 	TCase *shared = tcase_create("shared traces");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(fmt, setup, teardown);
 	tcase_add_loop_test(fmt, test_text, PLAIN, XZ + 1);
@@ -424,9 +423,5 @@ main(void)
 	tcase_set_timeout(shared, 600);
 	suite_add_tcase(s, shared);
 
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return test_run(srunner_create(s));
 }

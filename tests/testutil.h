@@ -5,6 +5,7 @@
 #include <check.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 /* splitmix64: a bijection, so distinct i give distinct keys; keys i and
  * i + 2^40 are the "present" and "absent" families of a test. */
@@ -39,6 +40,18 @@ tally(struct tally *t, bool ok, uint64_t i)
 	ck_assert_msg((t).bad == 0, "%s: %llu failures, the first at %llu", \
 	              (what), (unsigned long long)(t).bad, \
 	              (unsigned long long)(t).first)
+
+/* Runs every suite of sr, frees it, and gives main's exit status. */
+static inline int
+test_run(SRunner *sr)
+{
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
 
 Suite *snapshot_suite(void);
 
