@@ -61,7 +61,15 @@ void
 cuckoo_lock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b)
 {
 	uint32_t sa = a & f->stripe_mask, sb = b & f->stripe_mask;
+	const char *table = f->t32 ? (const char *)f->t32 : (const char *)f->t64;
 
+	/* Start both buckets' misses before the stripe CAS.  A locked
+	 * instruction waits for every earlier load, so a bucket read under the
+	 * stripes could not overlap the previous writer call's miss; a
+	 * prefetch is not held back that way (bench/README.md: insert to 95 %
+	 * went from 3.4 to 4.4 Mops/s). */
+	__builtin_prefetch(table + (size_t)a * cuckoo_bucket_bytes(f), 1);
+	__builtin_prefetch(table + (size_t)b * cuckoo_bucket_bytes(f), 1);
 	if (sa > sb) {
 		uint32_t t = sa;
 		sa = sb;
