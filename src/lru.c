@@ -370,11 +370,13 @@ static void
 free_index(struct rcu_head *head)
 {
 	struct index *ix = caa_container_of(head, struct index, rcu);
-	struct admit_lru *c = ix->c;
+	struct admit_lru *c;
 
-	admit_rcu_callback_begin();
+	admit_rcu_callback_begin();  /* before the first read of *ix */
+	c = ix->c;
 	admit_free(ix);
 	atomic_fetch_sub(&c->pending, 1);
+	admit_rcu_callback_end();
 }
 
 /* The grace period has passed: no reader holds the batch's entries or is
@@ -386,10 +388,12 @@ static void
 batch_ready(struct rcu_head *head)
 {
 	struct batch *b = caa_container_of(head, struct batch, rcu);
-	struct admit_lru *c = b->c;
-	struct shard *s = b->s;
+	struct admit_lru *c;
+	struct shard *s;
 
-	admit_rcu_callback_begin();
+	admit_rcu_callback_begin();  /* before the first read of *b */
+	c = b->c;
+	s = b->s;
 	/* relaxed: every push naming these entries was made in a read-side
 	 * section that the grace period put before us. */
 	b->tail = atomic_load_explicit(&s->ring.tail, memory_order_relaxed);
@@ -401,6 +405,7 @@ batch_ready(struct rcu_head *head)
 	                                              memory_order_relaxed))
 		;
 	atomic_fetch_sub(&c->pending, 1);
+	admit_rcu_callback_end();
 }
 
 static void
