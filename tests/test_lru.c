@@ -14,6 +14,7 @@
 
 #include <admit/admit.h>
 
+#include "cache_value.h"
 #include "hash.h"
 #include "lru_internal.h"
 #include "testutil.h"
@@ -417,43 +418,20 @@ END_TEST
 
 /* ---- the lock-free get ---------------------------------------------------- */
 
-/* A value: key (8) | filler | checksum (8) over all before it; 16 to 200
- * bytes.  A torn copy or another key's value fails check_value. */
+/* Self-checking values (stress/cache_value.h) of 24 to 200 bytes. */
 enum { VAL_MAX = 200 };
-
-static uint64_t
-fnv1a(const unsigned char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
 
 static size_t
 make_value(unsigned char *v, uint64_t key, uint64_t nonce)
 {
-	size_t len = 16 + (size_t)(test_key(nonce) % (VAL_MAX - 16 + 1));
-	uint64_t sum;
-
-	memcpy(v, &key, 8);
-	for (size_t i = 8; i < len - 8; i++)
-		v[i] = (unsigned char)(nonce + i);
-	sum = fnv1a(v, len - 8);
-	memcpy(v + len - 8, &sum, 8);
-	return len;
+	return cache_value_make(v, CACHE_VALUE_MIN + (size_t)(test_key(nonce) %
+	                        (VAL_MAX - CACHE_VALUE_MIN + 1)), key, nonce);
 }
 
 static bool
 check_value(const unsigned char *v, size_t len, uint64_t key)
 {
-	uint64_t sum;
-
-	if (len < 16 || len > VAL_MAX || memcmp(v, &key, 8) != 0)
-		return false;
-	memcpy(&sum, v + len - 8, 8);
-	return sum == fnv1a(v, len - 8);
+	return cache_value_check(v, len, key, VAL_MAX);
 }
 
 struct rw {
