@@ -12,6 +12,17 @@
  * every sample of W records with each key seen 3 times in it, which keeps
  * the frequency store full (every new key replaces a low count).
  *
+ * "lru 95/5": an admit_lru of CAPACITY entries (adaptive, 16 shards, 32-byte
+ * values, filled with the hottest keys first) under 95 % admit_lru_get and 5 % admit_lru_set of
+ * Zipf(0.99) keys over 10 x CAPACITY, on 1 and 2 threads (2 M operations
+ * each, the stream drawn before timing).  Wall: operations over the span
+ * from start to the last thread's end.  CPU: over the threads' CPU time,
+ * scaled to min(threads, CPUs) -- what an idle machine would give, for a
+ * machine shared with other work; a thread asleep on a mutex uses no CPU,
+ * so under contention the CPU figure flatters a locked cache.  It uses only
+ * the public API, so the same file builds against an older libadmit for a
+ * before/after comparison (bench/README.md).
+ *
  *   bench_admission [CAPACITY [REPS]]   (CAPACITY: of the cache; default 100000)
  */
 #include <pthread.h>
@@ -19,10 +30,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <admit/admit.h>
 
 #include "benchutil.h"
+#include "zipf.h"
 
 #define OPS (4u << 20)
 #define MAX_REPS 100
@@ -69,12 +82,14 @@ line_reads(size_t bytes, unsigned lines)
 }
 
 enum { CBF_ADD, CBF_EST, CBF_BASE, REC_SKEW, REC_SHIFT, EST, ADMIT, TL_BASE,
-       REC_1T, REC_2T, NOPS };
+       REC_1T, REC_2T, LRU_1T, LRU_2T, LRU_1T_CPU, LRU_2T_CPU, NOPS };
 static const char *names[NOPS] = {
 	"cbf add", "cbf estimate", "  baseline: 1 line read",
 	"tinylfu record, skewed", "tinylfu record, shifting", "tinylfu estimate",
 	"tinylfu admit", "  baseline: 3 line reads",
 	"record skewed, 1 thread, wall", "record skewed, 2 threads, wall",
+	"lru 95/5, 1 thread, wall", "lru 95/5, 2 threads, wall",
+	"lru 95/5, 1 thread, cpu", "lru 95/5, 2 threads, cpu",
 };
 
 struct job {
@@ -93,6 +108,89 @@ record_all(void *arg)
 	return NULL;
 }
 
+/* ---- lru 95/5 ---------------------------------------------------------------- */
+
+#define LRU_OPS (2u << 20)          /* per thread */
+#define LRU_SET_FLAG (1ull << 63)   /* in a stream: this one is a set */
+
+struct lru_job {
+	struct admit_lru *c;
+	const uint64_t *ops;
+	double cpu;
+	size_t hits;
+};
+
+static void *
+lru_run(void *arg)
+{
+	struct lru_job *j = arg;
+	unsigned char buf[64] = { 0 };
+	double t0 = bench_clock(CLOCK_THREAD_CPUTIME_ID);
+	size_t len;
+
+	for (size_t i = 0; i < LRU_OPS; i++) {
+		uint64_t k = j->ops[i] & ~LRU_SET_FLAG;
+
+		if (j->ops[i] & LRU_SET_FLAG)
+			admit_lru_set(j->c, &k, sizeof(k), buf, 32);
+		else
+			j->hits += admit_lru_get(j->c, &k, sizeof(k), buf, sizeof(buf),
+			                         &len) == ADMIT_OK;
+	}
+	j->cpu = bench_clock(CLOCK_THREAD_CPUTIME_ID) - t0;
+	return NULL;
+}
+
+/* Mops/s of nt threads on a fresh, filled cache: wall into *wall_rate, CPU
+ * time into *cpu_rate. */
+static void
+lru_bench(uint64_t cap, uint64_t *const streams[2], unsigned nt, uint64_t seed,
+          double *wall_rate, double *cpu_rate)
+{
+	struct admit_lru_config cfg = { .capacity = cap, .seed = seed };
+	struct admit_lru *c;
+	struct lru_job jobs[2];
+	pthread_t th[2];
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	double t0, cpu = 0;
+
+	if (admit_lru_new(&cfg, &c) != ADMIT_OK)
+		exit(1);
+	for (uint64_t k = 0; k < cap; k++)  /* the hottest keys */
+		admit_lru_set(c, &k, sizeof(k), "", 0);
+	t0 = wall();
+	for (unsigned i = 0; i < nt; i++) {
+		jobs[i] = (struct lru_job){ .c = c, .ops = streams[i] };
+		pthread_create(&th[i], NULL, lru_run, &jobs[i]);
+	}
+	for (unsigned i = 0; i < nt; i++) {
+		pthread_join(th[i], NULL);
+		cpu += jobs[i].cpu;
+	}
+	*wall_rate = (double)LRU_OPS * nt / (wall() - t0) / 1e6;
+	*cpu_rate = (double)LRU_OPS * nt * (nt < ncpu ? nt : (double)ncpu) / cpu / 1e6;
+	admit_lru_free(c);
+}
+
+/* Zipf(0.99) keys over 10 x cap, one in 20 flagged as a set. */
+static uint64_t *
+lru_stream(uint64_t cap, uint64_t salt)
+{
+	uint64_t n = 10 * cap, *ops = malloc(LRU_OPS * sizeof(*ops));
+	double *cdf = zipf_table(n, 0.99);
+
+	if (!ops || !cdf)
+		exit(1);
+	for (uint64_t i = 0; i < LRU_OPS; i++) {
+		uint64_t r = bench_key(salt << 32 | i);
+
+		ops[i] = zipf_rank(cdf, n, (double)(r >> 11) * 0x1p-53) |
+		         (r % 20 == 0 ? LRU_SET_FLAG : 0);
+	}
+	free(cdf);
+	return ops;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -101,7 +199,7 @@ main(int argc, char **argv)
 	uint64_t *skew = malloc(OPS * sizeof(*skew));
 	uint64_t *shift = malloc(OPS * sizeof(*shift));
 	double r[NOPS][MAX_REPS], med[NOPS];
-	uint64_t w = 10 * cap, k = 10 * cap, replaced = 0;
+	uint64_t w = 10 * cap, k = 10 * cap, replaced = 0, *streams[2];
 	size_t cbf_bytes = 0, tl_bytes = 0;
 
 	if (cap < 10 || cap > (1u << 24) || reps < 1 || reps > MAX_REPS ||
@@ -117,6 +215,8 @@ main(int argc, char **argv)
 	}
 	printf("cache capacity %llu (W = %llu), %u ops, median of %d runs\n",
 	       (unsigned long long)cap, (unsigned long long)w, OPS, reps);
+	streams[0] = lru_stream(cap, 1);
+	streams[1] = lru_stream(cap, 2);
 
 	for (int rep = 0; rep < reps; rep++) {
 		struct admit_cbf *f;
@@ -187,6 +287,11 @@ main(int argc, char **argv)
 			pthread_join(th[i], NULL);
 		r[REC_2T][rep] = OPS / (wall() - t0) / 1e6;
 		admit_tinylfu_free(t);
+
+		lru_bench(cap, streams, 1, 99 + (uint64_t)rep, &r[LRU_1T][rep],
+		          &r[LRU_1T_CPU][rep]);
+		lru_bench(cap, streams, 2, 99 + (uint64_t)rep, &r[LRU_2T][rep],
+		          &r[LRU_2T_CPU][rep]);
 		if (sum == 42)
 			puts("");
 	}
@@ -196,11 +301,11 @@ main(int argc, char **argv)
 	for (int op = 0; op < NOPS; op++) {
 		double base = op <= CBF_BASE ? med[CBF_BASE] : med[TL_BASE];
 
-		if (op == REC_1T)
+		if (op == REC_1T || op == LRU_1T || op == LRU_1T_CPU)
 			printf("%-30s %9.2f\n", names[op], med[op]);
-		else if (op == REC_2T)
+		else if (op == REC_2T || op == LRU_2T || op == LRU_2T_CPU)
 			printf("%-30s %9.2f %8.2fx  (vs 1 thread)\n", names[op], med[op],
-			       med[op] / med[REC_1T]);
+			       med[op] / med[op - 1]);
 		else
 			printf("%-30s %9.2f %8.2f\n", names[op], med[op], med[op] / base);
 	}
@@ -209,5 +314,7 @@ main(int argc, char **argv)
 	       tl_bytes / 1048576.0, (unsigned long long)replaced);
 	free(skew);
 	free(shift);
+	free(streams[0]);
+	free(streams[1]);
 	return 0;
 }

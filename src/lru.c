@@ -1,15 +1,54 @@
 /*
  * lru.c - admit_lru: a sharded LRU cache with (W-)TinyLFU admission.
  *
- * Concurrency: a key belongs to the shard picked by the high bits of its
- * hash.  Each shard is a pthread mutex over its own chained hash index, its
- * three intrusive lists (window, probation, protected) and its counters;
- * every access to them happens under that mutex, so the mutex's own
- * acquire/release ordering is all the synchronisation they need.  No
- * operation holds two shard mutexes, so there is no lock order to respect.
- * The TinyLFU sketch is shared by all shards and is lock-free on its own;
- * admit_tinylfu_admit is called with the shard mutex held so that the victim
- * it judges cannot move meanwhile.
+ * Concurrency.  A key belongs to the shard picked by the high bits of its
+ * hash.  Each shard has a pthread mutex over its lists, counters and the
+ * writers' side of its index; set, delete, stats and the freeing of entries
+ * take it.  No operation holds two shard mutexes.  The TinyLFU sketch is
+ * shared by all shards and lock-free on its own; admit_tinylfu_admit is
+ * called with the shard mutex held so that the victim it judges cannot move.
+ *
+ * A get takes no lock in the common case:
+ *   - Index: a chained hash per shard whose chain pointers are C11 atomics.
+ *     Writers (under the mutex) publish with release (rcu.h); a get walks the
+ *     chains with acquire loads inside an RCU read-side section (urcu-bp).
+ *     An entry is never changed once published: set publishes a new entry
+ *     in the old one's place, so a get copies a whole value, never a torn
+ *     one.  Growing the index (byte-bounded caches only) relinks entries;
+ *     meanwhile the shard's `resizing` count is odd, and a get that misses
+ *     while it was odd or moved looks again (seqlock-style: Boehm, MSPC
+ *     2012).  A hit needs no check: the key compared equal.  The old bucket
+ *     array is freed after a grace period.
+ *   - Recency: a get cannot move its entry in the lists, so it records the
+ *     access -- the entry for a hit, NULL for a miss -- in the shard's bounded
+ *     MPSC ring (Vyukov's bounded queue: a sequence number per slot).  Whoever
+ *     next holds the mutex drains the ring IN ORDER before its own work, and
+ *     applies each event as the old locked get did: the move, the counters,
+ *     the hill climber.  A get that finds the ring full takes the mutex,
+ *     drains, and applies its own event: no event is ever dropped, so one
+ *     thread sees exactly the state changes, in exactly the order, of the
+ *     fully locked cache.  The TinyLFU record of a hit stays in get, after
+ *     the push, as before after the locked update: the sketch reads nothing
+ *     of the shard, and the shard nothing of the sketch but in eviction,
+ *     which follows a drain.
+ *
+ * Entry lifetime.  An entry leaves the index and its list under the mutex,
+ * is marked dead and put in the shard's limbo; the limbo goes, a batch at a
+ * time, to call_rcu.  After the grace period no reader can still hold those
+ * entries nor still be pushing them, so every event naming them lies below
+ * the ring's tail as the callback reads it; the callback notes that tail and
+ * hands the batch back to the shard (a lock-free stack), and the next mutex
+ * holder frees it once its drain has moved the ring's head past that tail.
+ * (A slot below the tail that a get has reserved but not yet filled stops a
+ * drain; the batch then waits for a later one.)  The drain skips dead
+ * entries' moves but still counts the hit.  The invariant:
+ *     an entry is freed only when it is dead, no read-side section that may
+ *     have seen it is running, and no ring slot names it.
+ * Frees happen in the threads that use the cache, under the mutex, and the
+ * callback takes no lock.  Garbage per shard: the limbo (under LIMBO_BATCH
+ * entries and LIMBO_BYTES bytes) plus the batches handed out since the
+ * shard's last locked call past their grace period; none of it counts in
+ * the capacity.  admit_lru_free waits for every callback.
  *
  * Policy (Einziger, Eden, Friedman, Manes, "Adaptive Software Cache
  * Management", Middleware 2018; Caffeine's BoundedLocalCache): new keys enter
@@ -26,6 +65,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdalign.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -34,24 +74,52 @@
 
 #include "alloc.h"
 #include "hash.h"
+#include "lru_internal.h"
+#include "rcu.h"
 
 #define CACHELINE 64
 
 enum seg { SEG_WINDOW, SEG_PROBATION, SEG_PROTECTED, SEG_COUNT };
 
 struct entry {
-	struct entry *prev, *next;  /* list links; next goes towards MRU */
-	struct entry *hnext;        /* hash chain */
+	/* List links, under the mutex; next goes towards MRU.  A dead entry
+	 * is chained into the limbo through next. */
+	struct entry *prev, *next;
+	_Atomic(struct entry *) hnext;  /* hash chain: readers follow it */
 	uint64_t hash;
 	size_t klen, vlen;
-	enum seg seg;
-	unsigned char data[];       /* key bytes, then value bytes */
+	enum seg seg;                   /* under the mutex */
+	bool dead;                      /* unlinked; under the mutex */
+	unsigned char data[];           /* key bytes, then value bytes */
 };
 
 /* A circular list through a sentinel: head.next is the LRU end, head.prev
  * the MRU end. */
 struct list {
 	struct entry head;
+};
+
+/* A bucket array; replaced whole when the index grows. */
+struct index {
+	struct rcu_head rcu;
+	struct admit_lru *c;            /* whose pending count free_index drops */
+	size_t nbuckets;                /* a power of two */
+	_Atomic(struct entry *) bucket[];
+};
+
+/* One get's access: the entry hit, or NULL for a miss.  seq is the slot's
+ * turn: pos when free for the push at ring position pos, pos + 1 once that
+ * push is written, pos + ADMIT_LRU_RING once drained. */
+struct slot {
+	_Atomic uint64_t seq;
+	_Atomic(struct entry *) e;
+};
+
+struct ring {
+	alignas(CACHELINE) _Atomic uint64_t tail;  /* next position to push */
+	alignas(CACHELINE) uint64_t head;          /* next to drain; under the
+	                                            * mutex */
+	alignas(CACHELINE) struct slot slot[ADMIT_LRU_RING];
 };
 
 /* Caffeine's hill-climber constants (BoundedLocalCache), not tuned here. */
@@ -61,10 +129,12 @@ struct list {
 #define CLIMB_SAMPLE_FACTOR 10      /* sample = 10 x capacity requests */
 #define PROTECTED_PERCENT 80        /* protected share of main */
 
+/* Dead entries a shard collects before handing them to call_rcu at once. */
+#define LIMBO_BATCH 64
+#define LIMBO_BYTES (64 * 1024)
+
 struct shard {
 	alignas(CACHELINE) pthread_mutex_t mu;
-	struct entry **buckets;
-	size_t nbuckets;                /* a power of two */
 	struct list seg[SEG_COUNT];
 	uint64_t weight[SEG_COUNT];     /* per segment, in weight units */
 	uint64_t entries, bytes;
@@ -75,6 +145,17 @@ struct shard {
 	uint64_t sample_hits, sample_misses, sample_size;
 	double prev_rate, step;
 	struct admit_lru_stats st;      /* entries/bytes/window filled on read */
+	struct entry *limbo;            /* dead, waiting for a batch */
+	unsigned nlimbo;
+	size_t limbo_bytes;
+	struct batch *waiting;          /* past their grace period, not yet
+	                                 * past the ring's head */
+	_Atomic(struct batch *) ready;  /* past their grace period: pushed by
+	                                 * callbacks, taken by reclaim() */
+	/* What a get reads, apart from the lines writers dirty. */
+	alignas(CACHELINE) _Atomic(struct index *) index;
+	_Atomic unsigned resizing;      /* odd while grow relinks chains */
+	struct ring ring;
 };
 
 struct admit_lru {
@@ -84,6 +165,18 @@ struct admit_lru {
 	enum admit_lru_policy policy;
 	uint64_t seed;
 	struct admit_tinylfu *tlfu;     /* NULL for ADMIT_LRU_PLAIN */
+	_Atomic uint64_t pending;       /* callbacks queued, not yet done */
+};
+
+/* Dead entries of one shard on their way to being freed. */
+struct batch {
+	struct rcu_head rcu;
+	struct admit_lru *c;
+	struct shard *s;
+	struct batch *next;             /* in a list of the shard's */
+	uint64_t tail;                  /* the ring's tail after the grace period */
+	size_t count;                   /* entries in e */
+	struct entry *e[];
 };
 
 static inline size_t
@@ -153,61 +246,256 @@ shard_of(const struct admit_lru *c, uint64_t h)
 	return &c->shards[c->nshards == 1 ? 0 : h >> c->shard_shift];
 }
 
-static struct entry **
-find(struct shard *s, uint64_t h, const void *key, size_t klen)
+/* ---- the index ----------------------------------------------------------- */
+
+static struct index *
+index_new(struct admit_lru *c, size_t nbuckets)
 {
-	struct entry **p = &s->buckets[h & (s->nbuckets - 1)];
+	struct index *ix;
 
-	for (; *p; p = &(*p)->hnext) {
-		struct entry *e = *p;
+	if (nbuckets > (SIZE_MAX - sizeof(*ix)) / sizeof(ix->bucket[0]))
+		return NULL;
+	ix = admit_calloc(1, sizeof(*ix) + nbuckets * sizeof(ix->bucket[0]));
+	if (ix) {
+		ix->c = c;
+		ix->nbuckets = nbuckets;
+	}
+	return ix;
+}
 
+/*
+ * The entry of key in ix, or NULL; *where (if where) is set to the chain
+ * pointer that holds it, or to the chain's final NULL.  Safe in a read-side
+ * section and under the mutex alike.
+ */
+static struct entry *
+find(struct index *ix, uint64_t h, const void *key, size_t klen,
+     _Atomic(struct entry *) **where)
+{
+	_Atomic(struct entry *) *p = &ix->bucket[h & (ix->nbuckets - 1)];
+	struct entry *e;
+
+	for (; (e = admit_rcu_deref(p)); p = &e->hnext)
 		if (e->hash == h && e->klen == klen &&
 		    (klen == 0 || memcmp(e->data, key, klen) == 0))
-			return p;
-	}
-	return p;
+			break;
+	if (where)
+		*where = p;
+	return e;
 }
+
+/* The writers' view (the mutex held): the index is theirs to change. */
+static inline struct index *
+index_of(struct shard *s)
+{
+	/* relaxed: only the mutex holder stores it. */
+	return atomic_load_explicit(&s->index, memory_order_relaxed);
+}
+
+/*
+ * A get's lookup, in a read-side section.  A miss while a grow was relinking
+ * the chains may be false (the key's entry was moved behind the reader); the
+ * grow makes `resizing` odd before its first relink and even after its
+ * last, so a miss counts only if `resizing` was even and unchanged around
+ * it.  The chain loads are acquire, so the second load of `resizing` cannot
+ * move before them, and one that read a relinked pointer also sees the odd
+ * count stored before it (Boehm, "Can seqlocks get along with programming
+ * language memory models?").
+ */
+static struct entry *
+lookup(struct shard *s, uint64_t h, const void *key, size_t klen)
+{
+	for (;;) {
+		/* acquire: pairs with the release that ends a grow, so the
+		 * index loaded next is at least the grown one. */
+		unsigned gen = atomic_load_explicit(&s->resizing, memory_order_acquire);
+		struct entry *e;
+
+		if (!(gen & 1)) {
+			e = find(admit_rcu_deref(&s->index), h, key, klen, NULL);
+			/* acquire: keeps this load after the chain loads. */
+			if (e || atomic_load_explicit(&s->resizing,
+			                              memory_order_acquire) == gen)
+				return e;
+		}
+		/* Rare: wait for the grow to end behind the mutex it holds. */
+		pthread_mutex_lock(&s->mu);
+		pthread_mutex_unlock(&s->mu);
+	}
+}
+
+static void free_index(struct rcu_head *head);
 
 /* Doubles the index when it holds more entries than buckets (only a cache
  * bounded by bytes alone can get there).  Out of memory it keeps the old
  * index: longer chains, still correct. */
 static void
-maybe_grow(struct shard *s)
+maybe_grow(struct admit_lru *c, struct shard *s)
 {
-	size_t n = s->nbuckets * 2;
-	struct entry **b;
+	struct index *old = index_of(s), *ix;
+	size_t n = old->nbuckets * 2;
+	/* relaxed: only the mutex holder stores it. */
+	unsigned gen = atomic_load_explicit(&s->resizing, memory_order_relaxed);
 
-	if (s->entries <= s->nbuckets || n > SIZE_MAX / sizeof(*b))
+	if (s->entries <= old->nbuckets || !(ix = index_new(c, n)))
 		return;
-	b = admit_calloc(n, sizeof(*b));
-	if (!b)
-		return;
-	for (size_t i = 0; i < s->nbuckets; i++) {
-		struct entry *e = s->buckets[i], *next;
+	/* relaxed: the release stores of the relinks below keep it before
+	 * them for any reader that sees one. */
+	atomic_store_explicit(&s->resizing, gen + 1, memory_order_relaxed);
+	for (size_t i = 0; i < old->nbuckets; i++) {
+		/* relaxed loads: the mutex holder's own stores. */
+		struct entry *e = atomic_load_explicit(&old->bucket[i],
+		                                       memory_order_relaxed), *next;
 
 		for (; e; e = next) {
-			next = e->hnext;
-			e->hnext = b[e->hash & (n - 1)];
-			b[e->hash & (n - 1)] = e;
+			_Atomic(struct entry *) *b = &ix->bucket[e->hash & (n - 1)];
+
+			next = atomic_load_explicit(&e->hnext, memory_order_relaxed);
+			admit_rcu_publish(&e->hnext,
+			                  atomic_load_explicit(b, memory_order_relaxed));
+			/* relaxed: ix is published below, with release. */
+			atomic_store_explicit(b, e, memory_order_relaxed);
 		}
 	}
-	admit_free(s->buckets);
-	s->buckets = b;
-	s->nbuckets = n;
+	admit_rcu_publish(&s->index, ix);
+	/* release: pairs with the first acquire load in lookup(). */
+	atomic_store_explicit(&s->resizing, gen + 2, memory_order_release);
+	atomic_fetch_add(&c->pending, 1);
+	admit_rcu_call(&old->rcu, free_index);
 }
 
-/* Unlinks e from the index and its list and frees it. */
+/* ---- freeing after a grace period ------------------------------------------- */
+
+static void
+free_index(struct rcu_head *head)
+{
+	struct index *ix = caa_container_of(head, struct index, rcu);
+	struct admit_lru *c;
+
+	admit_rcu_callback_begin();  /* before the first read of *ix */
+	c = ix->c;
+	admit_free(ix);
+	atomic_fetch_sub(&c->pending, 1);
+	admit_rcu_callback_end();
+}
+
+/* The grace period has passed: no reader holds the batch's entries or is
+ * still pushing them, so every slot naming them lies below the tail read
+ * here.  The next mutex holder frees the batch once the ring's head has
+ * passed that tail (reclaim()): the callback takes no lock, and the entries
+ * go back to the allocator in the threads that use the cache. */
+static void
+batch_ready(struct rcu_head *head)
+{
+	struct batch *b = caa_container_of(head, struct batch, rcu);
+	struct admit_lru *c;
+	struct shard *s;
+
+	admit_rcu_callback_begin();  /* before the first read of *b */
+	c = b->c;
+	s = b->s;
+	/* relaxed: every push naming these entries was made in a read-side
+	 * section that the grace period put before us. */
+	b->tail = atomic_load_explicit(&s->ring.tail, memory_order_relaxed);
+	/* relaxed: the CAS below publishes b. */
+	b->next = atomic_load_explicit(&s->ready, memory_order_relaxed);
+	/* release: pairs with the acquire exchange in reclaim(). */
+	while (!atomic_compare_exchange_weak_explicit(&s->ready, &b->next, b,
+	                                              memory_order_release,
+	                                              memory_order_relaxed))
+		;
+	atomic_fetch_sub(&c->pending, 1);
+	admit_rcu_callback_end();
+}
+
+static void
+free_batch(struct batch *b)
+{
+	/* A dead entry's line is long cold: start every miss at once. */
+	for (size_t i = 0; i < b->count; i++)
+		__builtin_prefetch(b->e[i]);
+	for (size_t i = 0; i < b->count; i++)
+		admit_free(b->e[i]);
+	admit_free(b);
+}
+
+/* Frees the ready batches whose events the ring's head has passed (all of
+ * them if all: the cache is being freed); keeps the others (a get reserved
+ * a slot below their tail and has not filled it yet) for a later drain.
+ * With the mutex held, after a drain. */
+static void
+reclaim(struct shard *s, bool all)
+{
+	struct batch *b, *next, *keep = NULL;
+
+	/* relaxed: a hint; the exchange below is what reads the batches. */
+	if (!atomic_load_explicit(&s->ready, memory_order_relaxed) && !s->waiting)
+		return;
+	/* acquire: pairs with the release in batch_ready(). */
+	b = atomic_exchange_explicit(&s->ready, NULL, memory_order_acquire);
+	for (; b || s->waiting; b = next) {
+		if (!b) {
+			b = s->waiting;
+			s->waiting = NULL;
+		}
+		next = b->next;
+		if (all || s->ring.head >= b->tail) {
+			free_batch(b);
+		} else {
+			b->next = keep;
+			keep = b;
+		}
+	}
+	s->waiting = keep;
+}
+
+/* e has left the index and its list: no new reader can find it. */
+static void
+retire(struct shard *s, struct entry *e)
+{
+	e->dead = true;
+	e->next = s->limbo;
+	s->limbo = e;
+	s->nlimbo++;
+	s->limbo_bytes += charge_of(e->klen, e->vlen);
+}
+
+/* Hands the shard's limbo to call_rcu once it is big enough.  Out of memory
+ * the limbo stays, to be tried again. */
+static void
+flush_limbo(struct admit_lru *c, struct shard *s)
+{
+	struct batch *b;
+
+	if (s->nlimbo < LIMBO_BATCH && s->limbo_bytes < LIMBO_BYTES)
+		return;
+	b = admit_malloc(sizeof(*b) + s->nlimbo * sizeof(b->e[0]));
+	if (!b)
+		return;
+	*b = (struct batch){ .c = c, .s = s };
+	for (struct entry *e = s->limbo; e; e = e->next)
+		b->e[b->count++] = e;
+	s->limbo = NULL;
+	s->nlimbo = 0;
+	s->limbo_bytes = 0;
+	atomic_fetch_add(&c->pending, 1);
+	admit_rcu_call(&b->rcu, batch_ready);
+}
+
+/* Unlinks e from the index and its list; frees it after a grace period. */
 static void
 remove_entry(const struct admit_lru *c, struct shard *s, struct entry *e)
 {
-	struct entry **p = find(s, e->hash, e->data, e->klen);
+	_Atomic(struct entry *) *p;
 
-	*p = e->hnext;
+	find(index_of(s), e->hash, e->data, e->klen, &p);
+	/* relaxed load: the mutex holder's own store. */
+	admit_rcu_publish(p, atomic_load_explicit(&e->hnext, memory_order_relaxed));
 	list_unlink(e);
 	s->weight[e->seg] -= weight_of(c, e);
 	s->entries--;
 	s->bytes -= charge_of(e->klen, e->vlen);
-	admit_free(e);
+	retire(s, e);
 }
 
 static void
@@ -385,6 +673,88 @@ count_request(const struct admit_lru *c, struct shard *s, bool hit)
 	climb(c, s);
 }
 
+/* ---- the ring of buffered gets ------------------------------------------ */
+
+/* Queues a get's event (e, or NULL for a miss); false when the ring is full.
+ * Lock-free: a failed CAS means another get took the slot. */
+static bool
+ring_push(struct ring *r, struct entry *e)
+{
+	/* relaxed: a slot's seq, not tail, hands the event over; tail only
+	 * picks the slot. */
+	uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+
+	for (;;) {
+		struct slot *sl = &r->slot[pos & (ADMIT_LRU_RING - 1)];
+		/* acquire: pairs with the release in drain() that freed the
+		 * slot, so its last reader is done with it. */
+		uint64_t seq = atomic_load_explicit(&sl->seq, memory_order_acquire);
+
+		if (seq == pos) {
+			/* relaxed: as the load of tail above. */
+			if (atomic_compare_exchange_weak_explicit(&r->tail, &pos, pos + 1,
+			                                          memory_order_relaxed,
+			                                          memory_order_relaxed)) {
+				/* relaxed: published by the release below. */
+				atomic_store_explicit(&sl->e, e, memory_order_relaxed);
+				/* release: pairs with the acquire in drain(). */
+				atomic_store_explicit(&sl->seq, pos + 1, memory_order_release);
+				return true;
+			}
+		} else if ((int64_t)(seq - pos) < 0) {
+			return false;  /* the slot still holds the event of a lap ago */
+		} else {
+			/* relaxed: as above. */
+			pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+		}
+	}
+}
+
+/* What the old locked get did after finding (or not finding) its key. */
+static void
+apply(const struct admit_lru *c, struct shard *s, struct entry *e)
+{
+	if (e && !e->dead)
+		on_hit(c, s, e);
+	count_request(c, s, e != NULL);
+}
+
+/* Applies the buffered gets in order, up to the first slot still being
+ * written.  With the mutex held. */
+static void
+drain(const struct admit_lru *c, struct shard *s)
+{
+	struct ring *r = &s->ring;
+	uint64_t pos = r->head;
+
+	for (;;) {
+		struct slot *sl = &r->slot[pos & (ADMIT_LRU_RING - 1)];
+		struct entry *e;
+
+		/* acquire: pairs with the release in ring_push(). */
+		if (atomic_load_explicit(&sl->seq, memory_order_acquire) != pos + 1)
+			break;
+		/* relaxed: ordered by the acquire just above. */
+		e = atomic_load_explicit(&sl->e, memory_order_relaxed);
+		/* release: pairs with the acquire in ring_push(). */
+		atomic_store_explicit(&sl->seq, pos + ADMIT_LRU_RING,
+		                      memory_order_release);
+		pos++;
+		apply(c, s, e);
+	}
+	r->head = pos;
+}
+
+/* Takes the shard's mutex and brings it up to date: the buffered gets
+ * applied, the freeable entries freed. */
+static void
+shard_lock(const struct admit_lru *c, struct shard *s)
+{
+	pthread_mutex_lock(&s->mu);
+	drain(c, s);
+	reclaim(s, false);
+}
+
 /* The entries the cache will hold: its entry capacity, or for a byte
  * capacity alone a guess of entries of 4 x the per-entry overhead.  Sizes
  * the TinyLFU sketch, the climber's sample and the default shard count. */
@@ -409,6 +779,8 @@ shard_init(struct admit_lru *c, struct shard *s, const struct admit_lru_config *
            unsigned i, unsigned window_percent)
 {
 	uint64_t main;
+	size_t nbuckets;
+	struct index *ix;
 
 	s->max_entries = part(cfg->capacity, c->nshards, i);
 	s->max_bytes = part(cfg->capacity_bytes, c->nshards, i);
@@ -437,32 +809,39 @@ shard_init(struct admit_lru *c, struct shard *s, const struct admit_lru_config *
 	}
 	s->sample_size = CLIMB_SAMPLE_FACTOR * part(entries_of(cfg), c->nshards, i);
 	s->step = -CLIMB_STEP_FRACTION * (double)s->max_weight;
-	s->nbuckets = 64;
-	while (s->nbuckets < s->max_entries && s->nbuckets < ((size_t)1 << 30))
-		s->nbuckets *= 2;
-	s->buckets = admit_calloc(s->nbuckets, sizeof(*s->buckets));
-	if (!s->buckets)
+	for (uint64_t k = 0; k < ADMIT_LRU_RING; k++)
+		atomic_init(&s->ring.slot[k].seq, k);
+	for (nbuckets = 64; nbuckets < s->max_entries && nbuckets < ((size_t)1 << 30); )
+		nbuckets *= 2;
+	ix = index_new(c, nbuckets);
+	if (!ix)
 		return ADMIT_NOMEM;
+	atomic_init(&s->index, ix);
 	if (pthread_mutex_init(&s->mu, NULL) != 0) {
-		admit_free(s->buckets);
-		s->buckets = NULL;
+		admit_free(ix);
 		return ADMIT_NOMEM;
 	}
 	return ADMIT_OK;
 }
 
+/* With every callback done: nothing else refers to the shard. */
 static void
 shard_destroy(struct shard *s)
 {
-	for (int k = 0; k < SEG_COUNT; k++) {
-		struct entry *e = s->seg[k].head.next, *next;
+	struct entry *e, *next;
 
-		for (; e != &s->seg[k].head; e = next) {
+	for (int k = 0; k < SEG_COUNT; k++) {
+		for (e = s->seg[k].head.next; e != &s->seg[k].head; e = next) {
 			next = e->next;
 			admit_free(e);
 		}
 	}
-	admit_free(s->buckets);
+	for (e = s->limbo; e; e = next) {
+		next = e->next;
+		admit_free(e);
+	}
+	reclaim(s, true);
+	admit_free(index_of(s));
 	pthread_mutex_destroy(&s->mu);
 }
 
@@ -535,6 +914,9 @@ admit_lru_free(struct admit_lru *c)
 {
 	if (!c)
 		return;
+	/* No callback queued, no barrier: a grace period saved. */
+	if (atomic_load(&c->pending))
+		admit_rcu_barrier();
 	for (unsigned i = 0; i < c->nshards; i++)
 		shard_destroy(&c->shards[i]);
 	admit_table_free(c->shards, sizeof(*c->shards) * c->nshards);
@@ -554,23 +936,27 @@ admit_lru_get(struct admit_lru *c, const void *key, size_t klen, void *buf,
 		return ADMIT_EINVAL;
 	h = hash_key(c, key, klen);
 	s = shard_of(c, h);
-	pthread_mutex_lock(&s->mu);
-	e = *find(s, h, key, klen);
-	if (!e) {
-		count_request(c, s, false);
+	admit_rcu_read_lock();
+	e = lookup(s, h, key, klen);
+	if (e) {
+		*vlen = e->vlen;
+		if (e->vlen > bufsize) {
+			admit_rcu_read_unlock();
+			return ADMIT_FULL;
+		}
+		if (e->vlen)
+			memcpy(buf, e->data + e->klen, e->vlen);
+	}
+	/* Still in the read-side section: batch_ready() relies on every push
+	 * of an entry ending before the grace period does. */
+	if (!ring_push(&s->ring, e)) {
+		shard_lock(c, s);
+		apply(c, s, e);
 		pthread_mutex_unlock(&s->mu);
+	}
+	admit_rcu_read_unlock();
+	if (!e)
 		return ADMIT_NOTFOUND;
-	}
-	*vlen = e->vlen;
-	if (e->vlen > bufsize) {
-		pthread_mutex_unlock(&s->mu);
-		return ADMIT_FULL;
-	}
-	if (e->vlen)
-		memcpy(buf, e->data + e->klen, e->vlen);
-	on_hit(c, s, e);
-	count_request(c, s, true);
-	pthread_mutex_unlock(&s->mu);
 	if (c->tlfu)
 		admit_tinylfu_record_hash(c->tlfu, h);
 	return ADMIT_OK;
@@ -582,7 +968,8 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 {
 	uint64_t h;
 	struct shard *s;
-	struct entry *e, **p, *old;
+	struct entry *e, *old;
+	_Atomic(struct entry *) *p;
 	bool kept;
 
 	if (!c || (!key && klen) || (!value && vlen))
@@ -599,6 +986,7 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 	e->hash = h;
 	e->klen = klen;
 	e->vlen = vlen;
+	e->dead = false;
 	if (klen)
 		memcpy(e->data, key, klen);
 	if (vlen)
@@ -607,13 +995,15 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 	if (c->tlfu)
 		admit_tinylfu_record_hash(c->tlfu, h);
 
-	pthread_mutex_lock(&s->mu);
-	p = find(s, h, key, klen);
-	old = *p;
+	shard_lock(c, s);
+	old = find(index_of(s), h, key, klen, &p);
 	if (old) {
-		/* Take old's place in the index and in its list. */
-		e->hnext = old->hnext;
-		*p = e;
+		/* Take old's place in the index and in its list; readers that
+		 * hold old still read old's value, whole. */
+		/* relaxed: the mutex holder's own store. */
+		atomic_init(&e->hnext, atomic_load_explicit(&old->hnext,
+		                                            memory_order_relaxed));
+		admit_rcu_publish(p, e);
 		e->seg = old->seg;
 		e->prev = old->prev;
 		e->next = old->next;
@@ -623,10 +1013,11 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 		s->weight[e->seg] -= weight_of(c, old);
 		s->bytes += charge_of(klen, vlen);
 		s->bytes -= charge_of(old->klen, old->vlen);
+		retire(s, old);
 		on_hit(c, s, e);
 	} else {
-		e->hnext = NULL;
-		*p = e;
+		atomic_init(&e->hnext, NULL);
+		admit_rcu_publish(p, e);
 		e->seg = SEG_WINDOW;
 		s->weight[SEG_WINDOW] += weight_of(c, e);
 		list_push_mru(&s->seg[SEG_WINDOW], e);
@@ -634,9 +1025,9 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 		s->bytes += charge_of(klen, vlen);
 	}
 	kept = evict(c, s, e);
-	maybe_grow(s);
+	maybe_grow(c, s);
+	flush_limbo(c, s);
 	pthread_mutex_unlock(&s->mu);
-	admit_free(old);
 	return kept ? ADMIT_OK : ADMIT_REJECTED;
 }
 
@@ -651,10 +1042,12 @@ admit_lru_delete(struct admit_lru *c, const void *key, size_t klen)
 		return ADMIT_EINVAL;
 	h = hash_key(c, key, klen);
 	s = shard_of(c, h);
-	pthread_mutex_lock(&s->mu);
-	e = *find(s, h, key, klen);
-	if (e)
+	shard_lock(c, s);
+	e = find(index_of(s), h, key, klen, NULL);
+	if (e) {
 		remove_entry(c, s, e);
+		flush_limbo(c, s);
+	}
 	pthread_mutex_unlock(&s->mu);
 	return e ? ADMIT_OK : ADMIT_NOTFOUND;
 }
@@ -669,7 +1062,7 @@ admit_lru_stats(struct admit_lru *c, struct admit_lru_stats *out)
 	for (unsigned i = 0; i < c->nshards; i++) {
 		struct shard *s = &c->shards[i];
 
-		pthread_mutex_lock(&s->mu);
+		shard_lock(c, s);
 		sum.hits += s->st.hits;
 		sum.misses += s->st.misses;
 		sum.admitted += s->st.admitted;
@@ -690,4 +1083,15 @@ admit_lru_stats(struct admit_lru *c, struct admit_lru_stats *out)
 	}
 	*out = sum;
 	return ADMIT_OK;
+}
+
+void
+admit_test_lru_hold(struct admit_lru *c, const void *key, size_t klen, bool hold)
+{
+	struct shard *s = shard_of(c, hash_key(c, key, klen));
+
+	if (hold)
+		pthread_mutex_lock(&s->mu);
+	else
+		pthread_mutex_unlock(&s->mu);
 }

@@ -27,6 +27,7 @@
 
 #include <admit/admit.h>
 
+#include "cache_value.h"
 #include "zipf.h"
 
 #define MAX_THREADS 64
@@ -60,42 +61,19 @@ splitmix64(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
-static uint64_t
-checksum(const unsigned char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
-
-/* Value layout: key (8) | writer (8) | filler (len - 24) | checksum (8). */
 static size_t
 make_value(unsigned char *v, uint64_t key, uint64_t writer, uint64_t *rng)
 {
-	size_t len = 24 + (size_t)(splitmix64(rng) % (MAX_VALUE - 24 + 1));
-	uint64_t sum;
+	size_t len = CACHE_VALUE_MIN +
+	             (size_t)(splitmix64(rng) % (MAX_VALUE - CACHE_VALUE_MIN + 1));
 
-	memcpy(v, &key, 8);
-	memcpy(v + 8, &writer, 8);
-	for (size_t i = 16; i < len - 8; i++)
-		v[i] = (unsigned char)(key * 31 + writer + i);
-	sum = checksum(v, len - 8);
-	memcpy(v + len - 8, &sum, 8);
-	return len;
+	return cache_value_make(v, len, key, writer);
 }
 
 static bool
 check_value(const unsigned char *v, size_t len, uint64_t key)
 {
-	uint64_t k, sum;
-
-	if (len < 24 || len > MAX_VALUE)
-		return false;
-	memcpy(&k, v, 8);
-	memcpy(&sum, v + len - 8, 8);
-	return k == key && sum == checksum(v, len - 8);
+	return cache_value_check(v, len, key, MAX_VALUE);
 }
 
 static uint64_t

@@ -1,15 +1,22 @@
 /*
  * Unit tests for admit_lru: exact LRU order, capacity bounds, admission,
- * the window's adaptation, bad input.  Seeds are fixed.
+ * the window's adaptation, bad input, and the lock-free get: whole values
+ * under concurrent replacement and eviction, no false miss while the index
+ * grows, progress while a writer holds the shard's mutex.  Seeds are fixed.
  */
 #include <check.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <admit/admit.h>
 
+#include "cache_value.h"
+#include "hash.h"
+#include "lru_internal.h"
 #include "testutil.h"
 
 #define SEED 0x1badcafeull
@@ -409,6 +416,242 @@ START_TEST(test_threads)
 }
 END_TEST
 
+/* ---- the lock-free get ---------------------------------------------------- */
+
+/* Self-checking values (stress/cache_value.h) of 24 to 200 bytes. */
+enum { VAL_MAX = 200 };
+
+static size_t
+make_value(unsigned char *v, uint64_t key, uint64_t nonce)
+{
+	return cache_value_make(v, CACHE_VALUE_MIN + (size_t)(test_key(nonce) %
+	                        (VAL_MAX - CACHE_VALUE_MIN + 1)), key, nonce);
+}
+
+static bool
+check_value(const unsigned char *v, size_t len, uint64_t key)
+{
+	return cache_value_check(v, len, key, VAL_MAX);
+}
+
+struct rw {
+	struct admit_lru *c;
+	uint64_t id, ops, keys;
+	atomic_int *stop;    /* readers run until the writers are done */
+	uint64_t gets, hits, bad;
+};
+
+/* Sets (new and replaced values) and deletes; the byte capacity makes the
+ * sets evict, and the index grows while the readers read. */
+static void *
+writer(void *arg)
+{
+	struct rw *w = arg;
+	unsigned char v[VAL_MAX];
+
+	for (uint64_t i = 0; i < w->ops; i++) {
+		uint64_t nonce = w->id << 40 | i, k = test_key(nonce) % w->keys;
+
+		if (i % 10 == 9)
+			admit_lru_delete(w->c, &k, sizeof(k));
+		else
+			admit_lru_set(w->c, &k, sizeof(k), v, make_value(v, k, nonce));
+	}
+	return NULL;
+}
+
+static void *
+reader(void *arg)
+{
+	struct rw *r = arg;
+	unsigned char v[VAL_MAX];
+
+	/* seq_cst: read a few hundred times per test. */
+	for (uint64_t i = 0; !atomic_load(r->stop) || i < r->ops; i++) {
+		uint64_t k = test_key(r->id << 40 | i) % r->keys;
+		size_t len;
+
+		r->gets++;
+		if (admit_lru_get(r->c, &k, sizeof(k), v, sizeof(v), &len) == ADMIT_OK) {
+			r->hits++;
+			r->bad += !check_value(v, len, k);
+		}
+	}
+	return NULL;
+}
+
+/* Readers never see a torn, stale-freed or foreign value while writers
+ * replace, delete and evict; afterwards every counted get is in the stats
+ * (ASan: nothing read after its free, nothing leaked). */
+START_TEST(test_get_while_writing)
+{
+	enum { READERS = 2, WRITERS = 2, OPS = 40000, KEYS = 400 };
+	struct admit_lru *c = make(0, 32 * 1024, all_policies[_i], 2);
+	struct rw r[READERS + WRITERS];
+	pthread_t tid[READERS + WRITERS];
+	atomic_int stop = 0;
+	struct admit_lru_stats st;
+	uint64_t gets = 0, hits = 0;
+
+	for (int t = 0; t < READERS + WRITERS; t++) {
+		r[t] = (struct rw){ .c = c, .id = (uint64_t)t + 1, .ops = OPS,
+		                    .keys = KEYS, .stop = &stop };
+		ck_assert_int_eq(pthread_create(&tid[t], NULL,
+		                                t < READERS ? reader : writer, &r[t]), 0);
+	}
+	for (int t = READERS; t < READERS + WRITERS; t++)
+		pthread_join(tid[t], NULL);
+	atomic_store(&stop, 1);
+	for (int t = 0; t < READERS; t++) {
+		pthread_join(tid[t], NULL);
+		ck_assert_msg(r[t].bad == 0, "reader %d: %llu bad values of %llu hits",
+		              t, (unsigned long long)r[t].bad,
+		              (unsigned long long)r[t].hits);
+		gets += r[t].gets;
+		hits += r[t].hits;
+	}
+	ck_assert_uint_gt(hits, 0);
+	admit_lru_stats(c, &st);
+	ck_assert_uint_eq(st.hits, hits);
+	ck_assert_uint_eq(st.hits + st.misses, gets);
+	ck_assert_uint_gt(st.evicted + st.rejected, 0);
+	ck_assert_uint_le(st.bytes, 32 * 1024);
+	admit_lru_free(c);
+}
+END_TEST
+
+struct pinned {
+	struct admit_lru *c;
+	atomic_int *stop;
+	const uint64_t *keys;
+	uint64_t misses, bad;
+};
+
+static void *
+read_pinned(void *arg)
+{
+	struct pinned *p = arg;
+	unsigned char v[VAL_MAX];
+
+	/* seq_cst: as in reader(). */
+	for (uint64_t i = 0; !atomic_load(p->stop); i++) {
+		uint64_t k = p->keys[i % 100];
+		size_t len;
+
+		if (admit_lru_get(p->c, &k, sizeof(k), v, sizeof(v), &len) != ADMIT_OK)
+			p->misses++;
+		else
+			p->bad += !check_value(v, len, k);
+	}
+	return NULL;
+}
+
+/* A byte-bounded cache grows its index by relinking the chains; a get of a
+ * key that is there all along must find it meanwhile.  The 100 keys read
+ * share the low 15 bits of their hash (PLAIN hashes with the seed alone):
+ * one long chain at every index size up to 32768 buckets, which each
+ * doubling relinks while the reader walks it.  Rounds of growth from 64
+ * buckets to 32768, with deletes between. */
+START_TEST(test_get_while_growing)
+{
+	uint64_t pinned[100];
+	size_t n = 0;
+
+	for (uint64_t k = 1u << 20; n < 100; k++)
+		if ((admit_hash(&k, sizeof(k), SEED) & 0x7fff) == 0)
+			pinned[n++] = k;
+	for (int round = 0; round < 4; round++) {
+		struct admit_lru *c = make(0, 1 << 26, ADMIT_LRU_PLAIN, 1);
+		unsigned char v[VAL_MAX];
+		atomic_int stop = 0;
+		struct pinned p = { .c = c, .stop = &stop, .keys = pinned };
+		pthread_t tid;
+
+		for (size_t i = 0; i < n; i++)
+			ck_assert_int_eq(admit_lru_set(c, &pinned[i], 8, v,
+			                               make_value(v, pinned[i], i)), ADMIT_OK);
+		ck_assert_int_eq(pthread_create(&tid, NULL, read_pinned, &p), 0);
+		for (uint64_t k = 0; k < 20000; k++) {
+			ck_assert_int_eq(admit_lru_set(c, &k, sizeof(k), v, 0), ADMIT_OK);
+			if (k % 3 == 0 && k >= 500)
+				admit_lru_delete(c, &(uint64_t){ k - 500 }, sizeof(k));
+		}
+		atomic_store(&stop, 1);
+		pthread_join(tid, NULL);
+		ck_assert_msg(p.misses == 0, "round %d: %llu false misses", round,
+		              (unsigned long long)p.misses);
+		ck_assert_uint_eq(p.bad, 0);
+		admit_lru_free(c);
+	}
+}
+END_TEST
+
+struct prober {
+	struct admit_lru *c;
+	atomic_int done;
+	uint64_t hits, misses, bad;
+};
+
+static void *
+probe(void *arg)
+{
+	struct prober *p = arg;
+	unsigned char v[VAL_MAX];
+
+	/* One event short of a full ring: a full ring takes the mutex. */
+	for (uint64_t i = 0; i < ADMIT_LRU_RING - 1; i++) {
+		uint64_t k = i % 100;
+		size_t len;
+		enum admit_status s = admit_lru_get(p->c, &k, sizeof(k), v, sizeof(v), &len);
+
+		if (s == ADMIT_OK) {
+			p->hits++;
+			p->bad += !check_value(v, len, k);
+		} else {
+			p->misses += s == ADMIT_NOTFOUND;
+		}
+	}
+	atomic_store(&p->done, 1);
+	return NULL;
+}
+
+/* "get takes no lock": with the shard's mutex held by this thread, as a
+ * stalled writer would hold it, another thread's gets still finish, and
+ * give the right answers; their accesses are counted once it is let go. */
+START_TEST(test_get_without_mutex)
+{
+	struct admit_lru *c = make(1000, 0, all_policies[_i], 1);
+	unsigned char v[VAL_MAX];
+	struct prober p = { .c = c };
+	struct admit_lru_stats st;
+	pthread_t tid;
+	int waited_ms = 0;
+
+	for (uint64_t k = 0; k < 50; k++)
+		ck_assert_int_eq(admit_lru_set(c, &k, sizeof(k), v, make_value(v, k, k)),
+		                 ADMIT_OK);
+	admit_test_lru_hold(c, "", 0, true);  /* one shard: every key's */
+	ck_assert_int_eq(pthread_create(&tid, NULL, probe, &p), 0);
+	/* seq_cst: polled a few times. */
+	while (!atomic_load(&p.done) && waited_ms < 30000) {
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+		waited_ms++;
+	}
+	admit_test_lru_hold(c, "", 0, false);
+	pthread_join(tid, NULL);
+	ck_assert_msg(waited_ms < 30000, "get blocked behind the shard mutex");
+	ck_assert_uint_eq(p.bad, 0);
+	ck_assert_uint_eq(p.hits + p.misses, ADMIT_LRU_RING - 1);
+	ck_assert_uint_eq(p.hits, 50 * ((ADMIT_LRU_RING - 1) / 100) +
+	                          ((ADMIT_LRU_RING - 1) % 100 < 50
+	                           ? (ADMIT_LRU_RING - 1) % 100 : 50));
+	admit_lru_stats(c, &st);
+	ck_assert_uint_eq(st.hits, p.hits);
+	ck_assert_uint_eq(st.misses, p.misses);
+	admit_lru_free(c);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -428,6 +671,9 @@ main(void)
 	tcase_add_loop_test(tc, test_empty_key_and_value, 0, np);
 	tcase_add_test(tc, test_window_adapts);
 	tcase_add_loop_test(tc, test_threads, 0, np);
+	tcase_add_loop_test(tc, test_get_while_writing, 0, np);
+	tcase_add_test(tc, test_get_while_growing);
+	tcase_add_loop_test(tc, test_get_without_mutex, 0, np);
 	suite_add_tcase(s, tc);
 	return test_run(srunner_create(s));
 }

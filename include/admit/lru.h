@@ -20,12 +20,24 @@
  *                       rates it above the LRU victim.
  *   ADMIT_LRU_PLAIN     exact LRU, no admission.
  *
- * Concurrency: the cache is split into shards by key hash; each shard is one
- * mutex over its own hash index and lists.  No call takes a lock shared by
- * all shards (statistics visit the shards one after another), so threads
- * working on different shards never wait for each other.  A get does take its
- * shard's mutex: it moves the entry in the shard's LRU order and copies the
- * value out.  The TinyLFU frequency sketch is shared and lock-free.
+ * Concurrency: the cache is split into shards by key hash; each shard has a
+ * mutex over its lists and counters.  set, delete and stats take the key's
+ * shard mutex (stats visits the shards one after another); no call takes a
+ * lock shared by all shards.  A get takes no lock in the common case: it
+ * finds the key through an RCU-protected index (liburcu, urcu-bp flavour),
+ * copies the value out, and queues the access in a small per-shard buffer
+ * that the next caller holding the shard mutex applies, in order, to the
+ * LRU order, the counters and the window's hill climber.  Only when that
+ * buffer is full does a get take the mutex to empty it.  So a get never
+ * waits for a set of the same shard, and one thread alone sees exactly the
+ * results of a fully locked cache.  The TinyLFU frequency sketch is shared
+ * and lock-free.
+ *
+ * Memory: a replaced, deleted or evicted entry is freed only after an RCU
+ * grace period (no get can still be reading it), in batches, by a later call
+ * on its shard; until then it is not counted in entries or bytes.  Threads
+ * need no registration: urcu-bp registers each on its first get.
+ * admit_lru_free waits for every pending reclamation (rcu_barrier).
  */
 #ifndef ADMIT_LRU_H
 #define ADMIT_LRU_H
@@ -99,8 +111,10 @@ enum admit_status admit_lru_new(const struct admit_lru_config *cfg,
                                 struct admit_lru **out);
 
 /*
- * Frees the cache and every entry.  NULL is a no-op.
- * Thread-safety: no other call on this cache may be running or follow.
+ * Frees the cache and every entry, after waiting for the reclamation still
+ * pending (rcu_barrier).  NULL is a no-op.
+ * Thread-safety: no other call on this cache may be running or follow; not
+ * from an RCU read-side section or call_rcu callback.
  */
 void admit_lru_free(struct admit_lru *c);
 
@@ -111,11 +125,16 @@ void admit_lru_free(struct admit_lru *c);
  * copied, nothing is counted or moved, *vlen is set to the length needed and
  * ADMIT_FULL is returned: call again with a big enough buffer.  buf may be
  * NULL when bufsize is 0 (a way to ask for the length).
+ * The value copied is the one a set stored, whole, even while another
+ * thread replaces or deletes the key.  The hit or miss is counted, and the
+ * entry moved, when the shard's buffer of accesses is next applied, before
+ * any later set, delete or stats sees the shard.
  * Errors: ADMIT_NOTFOUND (a miss, counted; record the key's frequency by
  * calling admit_lru_set when you fetch it), ADMIT_FULL (buffer too small),
  * ADMIT_EINVAL (c or vlen NULL, key NULL with klen > 0, buf NULL with
  * bufsize > 0).
- * Thread-safety: any thread; takes the key's shard mutex only.
+ * Thread-safety: any thread; takes no lock unless the shard's buffer of
+ * accesses is full, then the key's shard mutex.
  */
 enum admit_status admit_lru_get(struct admit_lru *c, const void *key,
                                 size_t klen, void *buf, size_t bufsize,

@@ -1,0 +1,103 @@
+/*
+ * rcu.h - every use of liburcu in admit goes through this header
+ * (DESIGN.md §6).
+ *
+ * Flavour: urcu-bp, which registers a thread on its first read-side lock,
+ * because admit runs on threads it did not create.  Read-side sections may
+ * nest and may block (lru.c takes a shard mutex inside one); nothing may
+ * wait for a grace period while holding a lock a reader can wait for, so
+ * admit never calls synchronize_rcu: memory goes through admit_rcu_call.
+ *
+ * Pointers that readers follow are C11 atomics, published with release and
+ * read with acquire, in every build: house style wants a C11 atomic for
+ * every shared access, on x86-64 both are the plain moves that
+ * rcu_assign_pointer and rcu_dereference compile to, and lru.c's resize check
+ * needs acquire (consume would not order its re-check; gcc promotes consume
+ * to acquire anyway).
+ *
+ * ThreadSanitizer: Debian's liburcu 0.13 is not instrumented and has no
+ * annotations, so TSan sees neither that a grace period puts every
+ * read-side section that was running before admit_rcu_call ahead of the
+ * callback, nor that admit_rcu_call itself comes before its callback, nor
+ * that every callback comes before rcu_barrier returns.  In the TSan build
+ * (configure --enable-tsan defines ADMIT_TSAN) we tell it: each read-side
+ * unlock, each admit_rcu_call and the end of each callback release a token;
+ * the start of each callback and the return of admit_rcu_barrier acquire it.
+ * The token is per translation unit, which is enough: a callback frees only
+ * what its own file's readers read.  What is left is inside liburcu-bp
+ * (rcu_barrier's own bookkeeping): tests/tsan.supp names it.
+ */
+#ifndef ADMIT_RCU_H
+#define ADMIT_RCU_H
+
+#include <stdatomic.h>
+
+#include <urcu-bp.h>
+
+#if ADMIT_TSAN
+#include <sanitizer/tsan_interface.h>
+
+static char admit_rcu_token;
+#define ADMIT_RCU_TSAN_RELEASE() __tsan_release(&admit_rcu_token)
+#define ADMIT_RCU_TSAN_ACQUIRE() __tsan_acquire(&admit_rcu_token)
+#else
+#define ADMIT_RCU_TSAN_RELEASE() ((void)0)
+#define ADMIT_RCU_TSAN_ACQUIRE() ((void)0)
+#endif
+
+/* Publishes v in the reader-visible pointer *slot: whatever was written to
+ * *v before is seen by a reader that loads v with admit_rcu_deref. */
+#define admit_rcu_publish(slot, v) \
+	atomic_store_explicit((slot), (v), memory_order_release)
+
+/* Loads a pointer published with admit_rcu_publish; pairs with its release.
+ * Call with admit_rcu_read_lock held, or with the writers' lock. */
+#define admit_rcu_deref(slot) \
+	atomic_load_explicit((slot), memory_order_acquire)
+
+static inline void
+admit_rcu_read_lock(void)
+{
+	urcu_bp_read_lock();
+}
+
+static inline void
+admit_rcu_read_unlock(void)
+{
+	ADMIT_RCU_TSAN_RELEASE();
+	urcu_bp_read_unlock();
+}
+
+/* Calls fn(head) on liburcu's call_rcu thread after a grace period: after
+ * every read-side section running now has ended.  fn must begin with
+ * admit_rcu_callback_begin() and end with admit_rcu_callback_end().  Never
+ * waits; may be called with locks held and from a callback. */
+static inline void
+admit_rcu_call(struct rcu_head *head, void (*fn)(struct rcu_head *))
+{
+	ADMIT_RCU_TSAN_RELEASE();
+	urcu_bp_call_rcu(head, fn);
+}
+
+static inline void
+admit_rcu_callback_begin(void)
+{
+	ADMIT_RCU_TSAN_ACQUIRE();
+}
+
+static inline void
+admit_rcu_callback_end(void)
+{
+	ADMIT_RCU_TSAN_RELEASE();
+}
+
+/* Waits until every callback queued before it has run.  Not from a
+ * read-side section or a callback. */
+static inline void
+admit_rcu_barrier(void)
+{
+	urcu_bp_barrier();
+	ADMIT_RCU_TSAN_ACQUIRE();
+}
+
+#endif /* ADMIT_RCU_H */
