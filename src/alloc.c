@@ -48,12 +48,24 @@ injected_failure(void)
 	return false;
 }
 
+/*
+ * Small allocations (cache entries, index arrays) go to jemalloc by name:
+ * linking it into libadmit does not make it the process's malloc, since the
+ * executable's own libc comes first in symbol lookup.  Cache entries are
+ * freed on other threads than the one that allocated them (lru.c frees
+ * after an RCU grace period), which jemalloc handles better than glibc's
+ * per-thread caches.
+ */
 void *
 admit_malloc(size_t size)
 {
 	if (injected_failure())
 		return NULL;
+#ifdef USE_JEMALLOC
+	return mallocx(size ? size : 1, 0);
+#else
 	return malloc(size ? size : 1);
+#endif
 }
 
 void *
@@ -61,13 +73,26 @@ admit_calloc(size_t n, size_t size)
 {
 	if (injected_failure())
 		return NULL;
-	return calloc(n ? n : 1, size ? size : 1);
+	n = n ? n : 1;
+	size = size ? size : 1;
+#ifdef USE_JEMALLOC
+	if (size > SIZE_MAX / n)
+		return NULL;
+	return mallocx(n * size, MALLOCX_ZERO);
+#else
+	return calloc(n, size);
+#endif
 }
 
 void
 admit_free(void *p)
 {
+#ifdef USE_JEMALLOC
+	if (p)
+		dallocx(p, 0);
+#else
 	free(p);
+#endif
 }
 
 /* Advice only: a kernel without THP says no and we run on 4 KiB pages. */
