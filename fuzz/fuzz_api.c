@@ -95,7 +95,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 0: /* insert: a copy, or an increment in counting mode */
 			if (!cfg.counting && *c >= MAX_COPIES)
 				break;
-			st = admit_cuckoo_insert(f, kp, kl);
+			if ((data[i] / 9) & 1) {
+				/* the same insert through the batch call */
+				enum admit_status one;
+
+				st = admit_cuckoo_insert_many(f, 1, &kp, &kl, &one);
+				check(st == one, "insert_many status");
+			} else {
+				st = admit_cuckoo_insert(f, kp, kl);
+			}
 			check(st == ADMIT_OK || (st == ADMIT_FULL && (!cfg.counting || !*c)),
 			      "insert");
 			if (st == ADMIT_OK)

@@ -585,6 +585,40 @@ admit_cuckoo_insert(struct admit_cuckoo *f, const void *key, size_t len)
 }
 
 enum admit_status
+admit_cuckoo_insert_many(struct admit_cuckoo *f, size_t n,
+                         const void *const keys[], const size_t lens[],
+                         enum admit_status out[])
+{
+	struct cuckoo_pos pos[BATCH];
+	enum add_op op;
+	enum admit_status st = ADMIT_OK;
+
+	if (!f || !keys || !lens || !out)
+		return ADMIT_EINVAL;
+	/* All or nothing for bad input: no key goes in if one is invalid. */
+	for (size_t i = 0; i < n; i++)
+		if (!key_ok(keys[i], lens[i]))
+			return ADMIT_EINVAL;
+	op = f->counting ? ADD_INCREMENT : ADD_COPY;
+	for (size_t base = 0; base < n; base += BATCH) {
+		size_t k = n - base < BATCH ? n - base : BATCH;
+		const char *t = f->t32 ? (const char *)f->t32 : (const char *)f->t64;
+
+		for (size_t j = 0; j < k; j++) {
+			cuckoo_locate(f, keys[base + j], lens[base + j], &pos[j]);
+			__builtin_prefetch(t + (size_t)pos[j].i1 * cuckoo_bucket_bytes(f), 1);
+			__builtin_prefetch(t + (size_t)pos[j].i2 * cuckoo_bucket_bytes(f), 1);
+		}
+		for (size_t j = 0; j < k; j++) {
+			out[base + j] = add(f, &pos[j], op);
+			if (out[base + j] != ADMIT_OK)
+				st = out[base + j];
+		}
+	}
+	return st;
+}
+
+enum admit_status
 admit_cuckoo_insert_unique(struct admit_cuckoo *f, const void *key, size_t len)
 {
 	return add_key(f, key, len, ADD_UNIQUE);

@@ -419,6 +419,79 @@ START_TEST(test_contains_many)
 }
 END_TEST
 
+/* insert_many must leave the filter as the same single inserts would (same
+ * seed, so the same table), report FULL per key, and refuse bad input
+ * without inserting anything. */
+START_TEST(test_insert_many)
+{
+	const size_t n = 1000;
+	unsigned bits = modes[_i].bits;
+	bool counting = modes[_i].counting;
+	struct admit_cuckoo *f = make(n, bits, counting);
+	struct admit_cuckoo *g = make(n, bits, counting);
+	struct admit_cuckoo *small = make(100, bits, counting);
+	static uint64_t ids[1000];
+	static const void *keys[1000];
+	static size_t lens[1000];
+	static enum admit_status out[1000];
+	size_t ok = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		ids[i] = test_key(i % 700);
+		keys[i] = &ids[i];
+		/* Prefixes of 1 to 8 bytes; keys 3 and 703 are both the empty
+		 * key, and i, i + 700 share a key when their lengths agree. */
+		lens[i] = i % 700 == 3 ? 0 : 1 + i % 8;
+		out[i] = ADMIT_EINVAL;
+	}
+	/* Odd n exercises a partial batch. */
+	ck_assert_int_eq(admit_cuckoo_insert_many(f, n - 3, keys, lens, out), ADMIT_OK);
+	for (size_t i = 0; i < n - 3; i++) {
+		ck_assert_int_eq(out[i], ADMIT_OK);
+		ck_assert_int_eq(admit_cuckoo_insert(g, keys[i], lens[i]), ADMIT_OK);
+	}
+	ck_assert_uint_eq(admit_cuckoo_size(f), admit_cuckoo_size(g));
+	for (size_t i = 0; i < n; i++)
+		ck_assert_uint_eq(admit_cuckoo_count(f, keys[i], lens[i]),
+		                  admit_cuckoo_count(g, keys[i], lens[i]));
+	ck_assert_int_eq(admit_cuckoo_insert_many(f, 0, keys, lens, out), ADMIT_OK);
+
+	/* A filter for 100 keys cannot take 1000 distinct ones. */
+	for (size_t i = 0; i < n; i++) {
+		ids[i] = test_key(1000000 + i);
+		lens[i] = sizeof(ids[i]);
+	}
+	ck_assert_int_eq(admit_cuckoo_insert_many(small, n, keys, lens, out), ADMIT_FULL);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert(out[i] == ADMIT_OK || out[i] == ADMIT_FULL);
+		ok += out[i] == ADMIT_OK;
+		if (out[i] == ADMIT_OK)
+			ck_assert(admit_cuckoo_contains(small, keys[i], lens[i]));
+	}
+	ck_assert_uint_eq(admit_cuckoo_size(small), ok);
+	ck_assert_uint_ge(ok, 100);
+
+	/* Bad input: nothing goes in, out is untouched. */
+	for (size_t i = 0; i < 4; i++)
+		out[i] = ADMIT_NOMEM;
+	keys[2] = NULL;
+	ok = admit_cuckoo_size(g);
+	ck_assert_int_eq(admit_cuckoo_insert_many(g, 4, keys, lens, out), ADMIT_EINVAL);
+	ck_assert_uint_eq(admit_cuckoo_size(g), ok);
+	for (size_t i = 0; i < 4; i++)
+		ck_assert_int_eq(out[i], ADMIT_NOMEM);
+	keys[2] = &ids[2];
+	ck_assert_int_eq(admit_cuckoo_insert_many(NULL, 4, keys, lens, out), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_insert_many(g, 4, NULL, lens, out), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_insert_many(g, 4, keys, NULL, out), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_insert_many(g, 4, keys, lens, NULL), ADMIT_EINVAL);
+	ck_assert_uint_eq(admit_cuckoo_size(g), ok);
+	admit_cuckoo_free(f);
+	admit_cuckoo_free(g);
+	admit_cuckoo_free(small);
+}
+END_TEST
+
 static Suite *
 cuckoo_suite(void)
 {
@@ -439,6 +512,7 @@ cuckoo_suite(void)
 	tcase_add_test(tc, test_counting_saturation);
 	tcase_add_test(tc, test_counting_halve);
 	tcase_add_test(tc, test_contains_many);
+	tcase_add_loop_test(tc, test_insert_many, 0, nmodes);
 	suite_add_tcase(s, tc);
 
 	tcase_add_loop_test(big, test_no_false_negatives, 0, nmodes);

@@ -187,6 +187,30 @@ enum admit_status admit_cuckoo_increment(struct admit_cuckoo *f,
 enum admit_status admit_cuckoo_halve(struct admit_cuckoo *f);
 
 /*
+ * admit_cuckoo_insert_many - n inserts at once: out[i] =
+ * admit_cuckoo_insert(f, keys[i], lens[i]), in order.
+ *
+ * All keys of a group are hashed and both of their buckets prefetched before
+ * the first is inserted, so the cache misses of a group overlap; a loop of
+ * single inserts cannot overlap them, because each takes its stripes with a
+ * locked instruction that waits for every earlier load.
+ *
+ * Returns ADMIT_OK when every key went in, otherwise ADMIT_FULL (some key
+ * found no slot, leaving the filter as it was for that key); out[] says
+ * which.  In counting mode each insert is an increment, as for
+ * admit_cuckoo_insert().
+ *
+ * Errors: ADMIT_EINVAL, with nothing inserted and out untouched, if f, keys,
+ * lens or out is NULL or any keys[i] is NULL with lens[i] > 0.
+ *
+ * Thread-safety: safe; each key is one admit_cuckoo_insert().
+ */
+enum admit_status admit_cuckoo_insert_many(struct admit_cuckoo *f, size_t n,
+                                           const void *const keys[],
+                                           const size_t lens[],
+                                           enum admit_status out[]);
+
+/*
  * admit_cuckoo_contains_many - n lookups at once: out[i] =
  * admit_cuckoo_contains(f, keys[i], lens[i]).
  *
