@@ -89,6 +89,13 @@ cuckoo_bucket_bytes(const struct admit_cuckoo *f)
 	return f->slot_bits / 2; /* 4 slots of slot_bits bits */
 }
 
+/* Where bucket i lives: for prefetching it. */
+static inline const void *
+cuckoo_bucket_addr(const struct admit_cuckoo *f, uint32_t i)
+{
+	return f->t32 ? (const void *)&f->t32[i] : (const void *)&f->t64[i];
+}
+
 /* acquire: pairs with the release in bucket_store(), so a reader that sees
  * a word sees the odd stripe before it (see stripe.h). */
 static inline uint64_t
