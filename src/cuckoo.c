@@ -445,6 +445,15 @@ find_path(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
 		int cur = head++;
 		uint64_t b = bucket_load(f, q[cur].bucket);
 
+		/* Start the four children's misses together: the tests below
+		 * branch on each one's data. */
+		for (unsigned s = 0; s < CUCKOO_SLOTS; s++) {
+			uint64_t v = slot_get(f, b, s);
+
+			if (v != 0)
+				__builtin_prefetch(cuckoo_bucket_addr(f,
+				    cuckoo_alt(f, q[cur].bucket, slot_fp(f, v))));
+		}
 		for (unsigned s = 0; s < CUCKOO_SLOTS; s++) {
 			uint64_t v = slot_get(f, b, s);
 			uint32_t fp, next;
