@@ -444,25 +444,23 @@ find_path(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
 	while (head < tail) {
 		int cur = head++;
 		uint64_t b = bucket_load(f, q[cur].bucket);
+		uint32_t child[CUCKOO_SLOTS];
 
 		/* Start the four children's misses together: the tests below
 		 * branch on each one's data. */
 		for (unsigned s = 0; s < CUCKOO_SLOTS; s++) {
 			uint64_t v = slot_get(f, b, s);
 
-			if (v != 0)
-				__builtin_prefetch(cuckoo_bucket_addr(f,
-				    cuckoo_alt(f, q[cur].bucket, slot_fp(f, v))));
+			child[s] = v ? cuckoo_alt(f, q[cur].bucket, slot_fp(f, v))
+			             : q[cur].bucket;
+			__builtin_prefetch(cuckoo_bucket_addr(f, child[s]));
 		}
 		for (unsigned s = 0; s < CUCKOO_SLOTS; s++) {
-			uint64_t v = slot_get(f, b, s);
-			uint32_t fp, next;
+			uint32_t fp = slot_fp(f, slot_get(f, b, s)), next = child[s];
 			int n;
 
-			if (v == 0)
-				continue; /* freed since: the caller's retry sees it */
-			fp = slot_fp(f, v);
-			next = cuckoo_alt(f, q[cur].bucket, fp);
+			/* An empty slot (freed since: the caller's retry sees it)
+			 * or a fingerprint whose two buckets coincide: no hop. */
 			if (next == q[cur].bucket)
 				continue;
 			if (lanes_zero(f, bucket_load(f, next))) {
