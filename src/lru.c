@@ -126,7 +126,9 @@ struct ring {
 #define CLIMB_STEP_FRACTION 0.0625  /* first step: 6.25 % of capacity */
 #define CLIMB_DECAY 0.98            /* step shrinks by this per sample */
 #define CLIMB_RESTART 0.05          /* a 5-point move restarts the step */
-#define CLIMB_SAMPLE_FACTOR 10      /* sample = 10 x capacity requests */
+#define CLIMB_SAMPLE_FACTOR 10      /* sample = 10 x capacity requests, or
+                                     * TinyLFU's sample size when set: as in
+                                     * Caffeine, one period for both */
 #define PROTECTED_PERCENT 80        /* protected share of main */
 
 /* Dead entries a shard collects before handing them to call_rcu at once. */
@@ -807,7 +809,9 @@ shard_init(struct admit_lru *c, struct shard *s, const struct admit_lru_config *
 		                   main % 100 * PROTECTED_PERCENT / 100;
 		break;
 	}
-	s->sample_size = CLIMB_SAMPLE_FACTOR * part(entries_of(cfg), c->nshards, i);
+	s->sample_size = cfg->tinylfu && cfg->tinylfu->sample_size
+	                 ? part(cfg->tinylfu->sample_size, c->nshards, i)
+	                 : CLIMB_SAMPLE_FACTOR * part(entries_of(cfg), c->nshards, i);
 	s->step = -CLIMB_STEP_FRACTION * (double)s->max_weight;
 	for (uint64_t k = 0; k < ADMIT_LRU_RING; k++)
 		atomic_init(&s->ring.slot[k].seq, k);
@@ -881,8 +885,13 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 	c->policy = cfg->policy;
 	c->seed = cfg->seed ? cfg->seed : admit_random_seed();
 	if (c->policy != ADMIT_LRU_PLAIN) {
-		st = admit_tinylfu_new(entries_of(cfg), c->seed ^ 0x9e3779b97f4a7c15ull,
-		                       &c->tlfu);
+		struct admit_tinylfu_config tc = { 0 };
+
+		if (cfg->tinylfu)
+			tc = *cfg->tinylfu;
+		tc.cache_capacity = entries_of(cfg);
+		tc.seed = c->seed ^ 0x9e3779b97f4a7c15ull;
+		st = admit_tinylfu_new_config(&tc, &c->tlfu);
 		if (st != ADMIT_OK)
 			goto out;
 		st = ADMIT_NOMEM;

@@ -45,9 +45,13 @@ has(struct admit_lru *c, uint64_t i)
 
 START_TEST(test_bad_config)
 {
+	static const struct admit_tinylfu_config huge_sample = {
+		.sample_size = UINT64_C(1) << 41,
+	};
 	struct admit_lru *c = (struct admit_lru *)0x1;
 	struct admit_lru_config ok = { .capacity = 100 };
 	const struct admit_lru_config bad[] = {
+		{ .capacity = 100, .tinylfu = &huge_sample },
 		{ .capacity = 0 },
 		{ .capacity = ADMIT_LRU_MAX_CAPACITY + 1 },
 		{ .capacity = UINT64_MAX },
@@ -252,6 +256,46 @@ START_TEST(test_admission_rejects_cold)
 }
 END_TEST
 
+/* The cache hands its tinylfu settings to its TinyLFU: a larger sample
+ * gives a larger frequency store, and a loop over 3/2 x the capacity, where
+ * every candidate ties with its victim, keeps a fixed set of keys once aging
+ * and the random admission of warm candidates are off: hits reach the
+ * capacity per pass, as Belady's optimum's do. */
+START_TEST(test_tinylfu_config)
+{
+	enum { CAP = 200, LOOP = 300, PASSES = 40 };
+	static const struct admit_tinylfu_config frozen = {
+		.sample_size = UINT64_C(1) << 17, .chance_shift = 64,
+	};
+	struct admit_lru_config cfg = {
+		.capacity = CAP, .policy = ADMIT_LRU_TINYLFU, .shards = 1,
+		.seed = SEED,
+	};
+	struct admit_lru *plain, *c;
+	struct admit_lru_stats st0, st;
+	size_t vlen;
+
+	ck_assert_int_eq(admit_lru_new(&cfg, &plain), ADMIT_OK);
+	cfg.tinylfu = &frozen;
+	ck_assert_int_eq(admit_lru_new(&cfg, &c), ADMIT_OK);
+	admit_lru_stats(plain, &st0);
+	admit_lru_stats(c, &st);
+	ck_assert_uint_gt(st.filter_slots, 32 * st0.filter_slots);
+	admit_lru_free(plain);
+
+	for (int pass = 0; pass < PASSES; pass++) {
+		if (pass == 2)
+			admit_lru_stats(c, &st0);
+		for (uint64_t i = 0; i < LOOP; i++)
+			if (admit_lru_get(c, KEY(i), NULL, 0, &vlen) == ADMIT_NOTFOUND)
+				admit_lru_set(c, KEY(i), "", 0);
+	}
+	admit_lru_stats(c, &st);
+	ck_assert_uint_ge(st.hits - st0.hits, (uint64_t)(PASSES - 2) * (CAP - 1));
+	admit_lru_free(c);
+}
+END_TEST
+
 /* A one-off scan of 10 x the capacity leaves most of a hot set in place
  * under the windowed policies; under plain LRU it flushes all of it. */
 START_TEST(test_scan_resistance)
@@ -328,14 +372,25 @@ END_TEST
 
 /* The hill climber moves the window away from its initial 1 %, and keeps
  * it within the capacity. */
+/* The window moves once per sample: 10 x the capacity by default (run 0),
+ * tinylfu.sample_size when set (run 1: longer than the test, so it never
+ * moves). */
 START_TEST(test_window_adapts)
 {
 	enum { CAP = 500 };
-	struct admit_lru *c = make(CAP, 0, ADMIT_LRU_ADAPTIVE, 1);
+	static const struct admit_tinylfu_config long_sample = {
+		.sample_size = 200000,
+	};
+	struct admit_lru_config cfg = {
+		.capacity = CAP, .policy = ADMIT_LRU_ADAPTIVE, .shards = 1,
+		.seed = SEED, .tinylfu = _i ? &long_sample : NULL,
+	};
+	struct admit_lru *c;
 	struct admit_lru_stats st;
 	uint64_t first, lo = UINT64_MAX, hi = 0;
 	size_t vlen;
 
+	ck_assert_int_eq(admit_lru_new(&cfg, &c), ADMIT_OK);
 	admit_lru_stats(c, &st);
 	first = st.window;
 	ck_assert_uint_eq(first, 5);
@@ -353,8 +408,13 @@ START_TEST(test_window_adapts)
 			hi = st.window > hi ? st.window : hi;
 		}
 	}
-	ck_assert_msg(lo != first || hi != first, "window stayed at %llu",
-	              (unsigned long long)first);
+	if (_i) {
+		ck_assert_uint_eq(lo, first);
+		ck_assert_uint_eq(hi, first);
+	} else {
+		ck_assert_msg(lo != first || hi != first, "window stayed at %llu",
+		              (unsigned long long)first);
+	}
 	ck_assert_uint_ge(lo, 1);
 	ck_assert_uint_le(hi, CAP);
 	admit_lru_free(c);
@@ -666,10 +726,11 @@ main(void)
 	tcase_add_loop_test(tc, test_byte_capacity, 0, np);
 	tcase_add_loop_test(tc, test_entry_capacity, 0, np);
 	tcase_add_test(tc, test_admission_rejects_cold);
+	tcase_add_test(tc, test_tinylfu_config);
 	tcase_add_loop_test(tc, test_scan_resistance, 0, np);
 	tcase_add_test(tc, test_small_buffer);
 	tcase_add_loop_test(tc, test_empty_key_and_value, 0, np);
-	tcase_add_test(tc, test_window_adapts);
+	tcase_add_loop_test(tc, test_window_adapts, 0, 2);
 	tcase_add_loop_test(tc, test_threads, 0, np);
 	tcase_add_loop_test(tc, test_get_while_writing, 0, np);
 	tcase_add_test(tc, test_get_while_growing);

@@ -46,6 +46,7 @@
 #include <stdint.h>
 
 #include <admit/status.h>
+#include <admit/tinylfu.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -81,6 +82,13 @@ struct admit_lru_config {
 	                           * 0 = default (16, fewer for a tiny
 	                           * capacity).  1 gives exact global order. */
 	uint64_t seed;            /* hash and admission seed; 0 = random */
+	const struct admit_tinylfu_config *tinylfu;
+	                          /* the admission's sample size (also the
+	                           * window climber's sample), warm threshold
+	                           * and random chance; NULL = their defaults.
+	                           * Its cache_capacity and seed are ignored
+	                           * (this config's are used); read only during
+	                           * admit_lru_new.  Ignored by ADMIT_LRU_PLAIN. */
 };
 
 struct admit_lru_stats {
@@ -102,9 +110,11 @@ struct admit_lru_stats {
 /*
  * Creates a cache.  The capacity is split evenly over the shards.
  * Errors: ADMIT_EINVAL for a NULL argument, no capacity, a capacity above
- * ADMIT_LRU_MAX_CAPACITY or ADMIT_LRU_MAX_BYTES, an unknown policy, window_percent > 99, shards not
- * a power of two or above ADMIT_LRU_MAX_SHARDS or above the entry capacity;
- * ADMIT_NOMEM.  *out is written only on success.
+ * ADMIT_LRU_MAX_CAPACITY or ADMIT_LRU_MAX_BYTES, an unknown policy,
+ * window_percent > 99, shards not a power of two or above
+ * ADMIT_LRU_MAX_SHARDS or above the entry capacity, a tinylfu config that
+ * admit_tinylfu_new_config rejects; ADMIT_NOMEM.  *out is written only on
+ * success.
  * Thread-safety: any thread.
  */
 enum admit_status admit_lru_new(const struct admit_lru_config *cfg,
