@@ -5,7 +5,8 @@
  *   cache_sim [--policies lru,tinylfu,wtinylfu,adaptive,opt] [--sizes N,N,...]
  *             [--format auto|text|arc|lirs|i32be|i64be] [--csv]
  *             [--plot FILE.png] [--threads N] [--shards N] [--window PERCENT]
- *             [--seed N] [TRACE]
+ *             [--seed N] [--seeds N] [--sample-factor K] [--no-random-admit]
+ *             [TRACE]
  *
  * Every policy but opt is a real admit_lru (one shard by default, so lru is
  * exact global LRU); a request is a get, and a miss is followed by a set of
@@ -13,6 +14,13 @@
  * TRACE, a built-in workload runs: 1 M requests, Zipf(0.9) over 1 M keys,
  * interrupted every 100,000 requests by a scan of 20,000 keys that are never
  * seen again; cache sizes 1,000, 10,000 and 100,000 unless --sizes says.
+ *
+ * The admission policies draw on their seed (hashing, the random admission
+ * of a warm candidate), and the adaptive window's hill climber amplifies
+ * small differences: --seeds N replays each with N seeds and reports the
+ * median.  --sample-factor changes TinyLFU's aging period (also the
+ * climber's sample) and --no-random-admit turns TinyLFU's random admission
+ * off, to show what each costs.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -53,8 +61,9 @@ struct options {
 	enum trace_format format;
 	bool csv;
 	const char *plot, *trace;
-	unsigned threads, shards, window;
-	uint64_t seed;
+	unsigned threads, shards, window, seeds;
+	uint64_t seed, sample_factor;
+	bool no_random;
 };
 
 static void
@@ -63,11 +72,16 @@ usage(FILE *f)
 	fprintf(f,
 	        "usage: cache_sim [--policies lru,tinylfu,wtinylfu,adaptive,opt] [--sizes N,N,...]\n"
 	        "                 [--format auto|text|arc|lirs|i32be|i64be] [--csv] [--plot FILE.png]\n"
-	        "                 [--threads N] [--shards N] [--window PERCENT] [--seed N] [TRACE]\n"
+	        "                 [--threads N] [--shards N] [--window PERCENT] [--seed N]\n"
+	        "                 [--seeds N] [--sample-factor K] [--no-random-admit] [TRACE]\n"
 	        "Replays TRACE (gzip and xz read directly; none = a built-in Zipf + scans\n"
 	        "workload) through each policy at each cache size and prints the hit ratios.\n"
 	        "--window sets wtinylfu's fixed window (default 1 %%); --shards and --threads\n"
-	        "show what sharding and concurrency cost in hit ratio.\n");
+	        "show what sharding and concurrency cost in hit ratio.  --seeds N reports the\n"
+	        "median of N replays, with seeds S, S+1, ... (S = --seed, default 42).\n"
+	        "--sample-factor K ages TinyLFU, and moves adaptive's window, every K x size\n"
+	        "records (default 10); --no-random-admit turns off TinyLFU's random\n"
+	        "admission of warm candidates.\n");
 }
 
 static bool
@@ -133,7 +147,7 @@ parse_args(int argc, char **argv, struct options *o)
 	char policies[] = "lru,tinylfu,wtinylfu,adaptive,opt";
 
 	*o = (struct options){ .format = TRACE_AUTO, .threads = 1, .shards = 1,
-	                       .seed = 42 };
+	                       .seed = 42, .seeds = 1 };
 	parse_policies(policies, o);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -145,6 +159,9 @@ parse_args(int argc, char **argv, struct options *o)
 			return 1;
 		} else if (!strcmp(a, "--csv")) {
 			o->csv = true;
+			continue;
+		} else if (!strcmp(a, "--no-random-admit")) {
+			o->no_random = true;
 			continue;
 		} else if (a[0] != '-' || !a[1]) {
 			if (o->trace) {
@@ -182,6 +199,11 @@ parse_args(int argc, char **argv, struct options *o)
 			o->window = (unsigned)n;
 		} else if (!strcmp(a, "--seed") && parse_u64(v, &n) && n > 0) {
 			o->seed = n;
+		} else if (!strcmp(a, "--seeds") && parse_u64(v, &n) && n >= 1 && n <= 99) {
+			o->seeds = (unsigned)n;
+		} else if (!strcmp(a, "--sample-factor") && parse_u64(v, &n) && n >= 1 &&
+		           n <= 1000000) {
+			o->sample_factor = n;
 		} else {
 			fprintf(stderr, "cache_sim: bad option or value: %s %s\n", a, v);
 			usage(stderr);
@@ -283,12 +305,16 @@ replay_thread(void *arg)
 
 static int
 replay(const struct options *o, enum admit_lru_policy policy, uint64_t size,
-       const uint64_t *keys, size_t n, bool progress, const char *label,
-       uint64_t *hits)
+       uint64_t seed, const uint64_t *keys, size_t n, bool progress,
+       const char *label, uint64_t *hits)
 {
+	struct admit_tinylfu_config tc = {
+		.sample_size = o->sample_factor * size,
+		.chance_shift = o->no_random ? 64 : 0,
+	};
 	struct admit_lru_config cfg = {
 		.capacity = size, .policy = policy, .shards = o->shards,
-		.window_percent = o->window, .seed = o->seed,
+		.window_percent = o->window, .seed = seed, .tinylfu = &tc,
 	};
 	struct replay r[256];
 	pthread_t tid[256];
@@ -334,8 +360,6 @@ replay(const struct options *o, enum admit_lru_policy policy, uint64_t size,
 	return 0;
 }
 
-/* ---- output --------------------------------------------------------------- */
-
 static int
 cmp_u64(const void *a, const void *b)
 {
@@ -343,6 +367,26 @@ cmp_u64(const void *a, const void *b)
 
 	return (x > y) - (x < y);
 }
+
+/* The median of o->seeds replays (the upper one of the two middle for an
+ * even count). */
+static int
+replay_seeds(const struct options *o, enum admit_lru_policy policy,
+             uint64_t size, const uint64_t *keys, size_t n, bool progress,
+             const char *label, uint64_t *hits)
+{
+	uint64_t h[99];
+
+	for (unsigned k = 0; k < o->seeds; k++)
+		if (replay(o, policy, size, o->seed + k, keys, n, progress, label,
+		           &h[k]))
+			return 1;
+	qsort(h, o->seeds, sizeof(h[0]), cmp_u64);
+	*hits = h[o->seeds / 2];
+	return 0;
+}
+
+/* ---- output --------------------------------------------------------------- */
 
 static size_t
 count_distinct(const uint64_t *keys, size_t n)
@@ -482,8 +526,9 @@ main(int argc, char **argv)
 					rc = 1;
 				}
 			} else
-				rc = replay(&o, policy_names[pi].policy, o.sizes[s],
-				            keys, n, progress, label, &hits[pi][s]);
+				rc = replay_seeds(&o, policy_names[pi].policy,
+				                  o.sizes[s], keys, n, progress, label,
+				                  &hits[pi][s]);
 		}
 	}
 	if (progress)
@@ -499,8 +544,11 @@ main(int argc, char **argv)
 					       ratio(hits[o.order[p]][s], n));
 		} else {
 			printf("%s: %zu requests, %zu distinct keys; hit ratio %%"
-			       " (threads %u, shards %u)\n", name, n, distinct,
+			       " (threads %u, shards %u", name, n, distinct,
 			       o.threads, o.shards);
+			if (o.seeds > 1)
+				printf(", median of %u seeds", o.seeds);
+			printf(")\n");
 			printf("%-10s", "size");
 			for (int s = 0; s < o.nsizes; s++)
 				printf(" %9" PRIu64, o.sizes[s]);
