@@ -6,9 +6,13 @@
 #     point, and comes within 3 points of OPT on gli and loop;
 #   - tinylfu stays within 1 point of lru or above on frequency-heavy traces;
 #   - on the built-in workload the policies keep the same order.
-# A goal adaptive does not reach yet is listed as a known shortfall: the
-# test prints by how much, and asserts a regression floor 1 point below
-# today's figure, so it can still fail.  Skips (77) without ../shared, and in
+# adaptive's figures are medians of 5 seeds (cache_sim --seeds 5): its hill
+# climber turns a different hash seed into a different path, up to 2 points
+# apart on OLTP.  A goal adaptive does not reach is listed as a known
+# shortfall: the test prints by how much, and asserts a regression floor 1
+# point below today's figure, so it can still fail.  doc/hit-ratio.md says
+# why each falls short; "adaptive-frozen" (TinyLFU's aging and random
+# admission off) checks the reason given for loop.  Skips (77) without ../shared, and in
 # sanitizer builds (the replays take minutes there and test no concurrency).
 set -u
 : "${top_srcdir:=.}" "${top_builddir:=.}" "${SAN_CFLAGS:=}"
@@ -26,18 +30,29 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
 S8=250,500,750,1000,1250,1500,1750,2000
-run() { # trace sizes policies
-	"$sim" --csv --sizes "$2" --policies "$3" "$1" >>"$tmp/out.csv" 2>"$tmp/err" ||
-		{ echo "FAIL cache_sim $*"; cat "$tmp/err"; exit 1; }
+run() { # trace sizes policies [option...]; LABEL renames the policy
+	t=$1 sizes=$2 pol=$3
+	shift 3
+	"$sim" --csv --sizes "$sizes" --policies "$pol" "$@" "$t" >"$tmp/rows" 2>"$tmp/err" ||
+		{ echo "FAIL cache_sim --sizes $sizes --policies $pol $* $t"; cat "$tmp/err"; exit 1; }
+	awk -F, -v OFS=, -v l="${LABEL:-}" 'NR > 1 { if (l != "") $2 = l; print }' \
+		"$tmp/rows" >>"$tmp/out.csv"
 }
-run "$traces/OLTP.lis.gz" $S8 lru,tinylfu,adaptive,opt
-run "$traces/gli.trace.gz" $S8 lru,tinylfu,adaptive,opt
-run "$traces/loop.trace.gz" 250,500,750,1000 lru,tinylfu,adaptive,opt
+L4=250,500,750,1000
+run "$traces/OLTP.lis.gz" $S8 lru,tinylfu,opt
+run "$traces/OLTP.lis.gz" $S8 adaptive --seeds 5
+run "$traces/gli.trace.gz" $S8 lru,tinylfu,opt
+run "$traces/gli.trace.gz" $S8 adaptive --seeds 5
+run "$traces/loop.trace.gz" $L4 lru,tinylfu,opt
+run "$traces/loop.trace.gz" $L4 adaptive --seeds 5
+LABEL=adaptive-frozen run "$traces/loop.trace.gz" $L4 adaptive \
+	--sample-factor 100000 --no-random-admit
 for t in multi1 multi2 multi3; do
 	run "$traces/$t.trace.gz" $S8 lru,tinylfu
 done
 run "$traces/P3.lis.gz" 32768 lru,tinylfu,adaptive
-run "$traces/scarab-recs.trace.xz" 100000 lru,adaptive,opt
+run "$traces/scarab-recs.trace.xz" 100000 lru,opt
+run "$traces/scarab-recs.trace.xz" 100000 adaptive --seeds 5
 "$sim" --csv --sizes 10000 --policies lru,tinylfu,adaptive,opt |
 	sed 's/^builtin[^,]*,/builtin,/' >>"$tmp/out.csv" || exit 1
 
@@ -86,10 +101,10 @@ scarab-recs.trace.xz 100000 lru eq 75.91
 scarab-recs.trace.xz 100000 opt eq 79.25
 P3.lis.gz 32768 lru eq 3.57
 OLTP.lis.gz 250 adaptive short 24.23 22.91
-OLTP.lis.gz 500 adaptive short 33.20 31.56
+OLTP.lis.gz 500 adaptive short 33.20 31.64
 OLTP.lis.gz 750 adaptive ge 36.61
 OLTP.lis.gz 1000 adaptive ge 39.45
-OLTP.lis.gz 1250 adaptive short 41.83 40.43
+OLTP.lis.gz 1250 adaptive ge 41.83
 OLTP.lis.gz 1500 adaptive ge 43.21
 OLTP.lis.gz 1750 adaptive ge 44.51
 OLTP.lis.gz 2000 adaptive ge 45.58
@@ -102,11 +117,15 @@ gli.trace.gz 1500 adaptive short opt-3 52.55
 gli.trace.gz 1750 adaptive ge opt-3
 gli.trace.gz 2000 adaptive ge opt-3
 gli.trace.gz 2000 adaptive ge 56.91
-loop.trace.gz 250 adaptive short opt-3 18.27
-loop.trace.gz 500 adaptive short opt-3 40.00
-loop.trace.gz 750 adaptive short opt-3 62.70
-loop.trace.gz 1000 adaptive short opt-3 88.07
-scarab-recs.trace.xz 100000 adaptive short 75.41 71.34
+loop.trace.gz 250 adaptive short opt-3 18.69
+loop.trace.gz 500 adaptive short opt-3 40.14
+loop.trace.gz 750 adaptive short opt-3 63.06
+loop.trace.gz 1000 adaptive short opt-3 88.15
+loop.trace.gz 250 adaptive-frozen ge opt-3
+loop.trace.gz 500 adaptive-frozen ge opt-3
+loop.trace.gz 750 adaptive-frozen ge opt-3
+loop.trace.gz 1000 adaptive-frozen ge opt-3
+scarab-recs.trace.xz 100000 adaptive short 75.41 71.29
 P3.lis.gz 32768 adaptive ge 16.62
 P3.lis.gz 32768 tinylfu ge lru-1
 builtin 10000 tinylfu ge lru

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Exact-count W-TinyLFU: a reference model for admit_lru's wtinylfu policy.
+
+Same structure as the library (a 1 % window LRU in front of a segmented main
+LRU, 80 % of main protected; a key leaving the window enters probation and
+then competes with probation's LRU entry, strictly higher frequency wins),
+but every frequency is an exact per-key count, capped at 15 and halved every
+sample-factor x size records -- no sketch, no random admission, and no
+doorkeeper unless --doorkeeper asks for one: then a key's first sighting in
+a sample is a set membership, cleared (not halved) at aging, as the
+library's doorkeeper is.  Where its hit ratios equal cache_sim's wtinylfu, a shortfall
+comes from the policy, not from the frequency store's approximation
+(doc/hit-ratio.md).
+
+    tools/wtinylfu_model.py [--sample-factor K] [--doorkeeper] SIZES TRACE
+    e.g. tools/wtinylfu_model.py 1250,1500 ../shared/traces/gli.trace.gz
+
+TRACE: ARC (.lis) or LIRS text, gzip or xz, as cache_sim reads them.
+"""
+import argparse
+import gzip
+import lzma
+from collections import Counter, OrderedDict
+
+
+def load(path):
+    opener = gzip.open if path.endswith('.gz') else \
+        lzma.open if path.endswith('.xz') else open
+    arc = '.lis' in path
+    keys = []
+    with opener(path, 'rt') as f:
+        for line in f:
+            p = line.split()
+            if not p or p[0] == '*':
+                continue
+            if arc:
+                start, count = int(p[0]), int(p[1])
+                keys.extend(range(start, start + count))
+            else:
+                keys.append(int(p[0]))
+    return keys
+
+
+def hit_ratio(keys, size, sample_factor, doorkeeper):
+    # The library's integer split of size into window, probation, protected.
+    window_max = size - (size // 100 * 99 + size % 100 * 99 // 100)
+    main = size - window_max
+    protected_max = main // 100 * 80 + main % 100 * 80 // 100
+    window, probation, protected = OrderedDict(), OrderedDict(), OrderedDict()
+    freq, door = Counter(), set()
+    sample = sample_factor * size
+    hits = 0
+    for n, k in enumerate(keys, 1):
+        if doorkeeper and k not in door:
+            door.add(k)
+        elif freq[k] < 15:
+            freq[k] += 1
+        if n % sample == 0:
+            freq = Counter({x: c // 2 for x, c in freq.items() if c > 1})
+            door.clear()
+        if k in window:
+            window.move_to_end(k)
+        elif k in protected:
+            protected.move_to_end(k)
+        elif k in probation:
+            del probation[k]
+            protected[k] = None
+            while len(protected) > protected_max:
+                probation[protected.popitem(last=False)[0]] = None
+        else:
+            window[k] = None
+            while len(window) > window_max:
+                cand = window.popitem(last=False)[0]
+                probation[cand] = None
+                if len(window) + len(probation) + len(protected) <= size:
+                    continue
+                victim = next(iter(probation))
+                wins = freq[cand] + (cand in door) > freq[victim] + (victim in door)
+                loser = victim if victim != cand and wins else cand
+                del probation[loser]
+            continue
+        hits += 1
+    return 100.0 * hits / len(keys)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--sample-factor', type=int, default=10)
+    ap.add_argument('--doorkeeper', action='store_true')
+    ap.add_argument('sizes')
+    ap.add_argument('trace')
+    a = ap.parse_args()
+    keys = load(a.trace)
+    for size in map(int, a.sizes.split(',')):
+        print('%d %.2f' % (size, hit_ratio(keys, size, a.sample_factor, a.doorkeeper)))
+
+
+if __name__ == '__main__':
+    main()
