@@ -12,8 +12,9 @@
 # shortfall: the test prints by how much, and asserts a regression floor 1
 # point below today's figure, so it can still fail.  doc/hit-ratio.md says
 # why each falls short; "adaptive-frozen" (TinyLFU's aging and random
-# admission off) checks the reason given for loop.  Skips (77) without ../shared, and in
-# sanitizer builds (the replays take minutes there and test no concurrency).
+# admission off) checks the reason given for loop.  Skips (77) without
+# ../shared, and in sanitizer builds (the replays take minutes there and
+# test no concurrency).
 set -u
 : "${top_srcdir:=.}" "${top_builddir:=.}" "${SAN_CFLAGS:=}"
 traces="$top_srcdir/../shared/traces"
