@@ -126,9 +126,6 @@ struct ring {
 #define CLIMB_STEP_FRACTION 0.0625  /* first step: 6.25 % of capacity */
 #define CLIMB_DECAY 0.98            /* step shrinks by this per sample */
 #define CLIMB_RESTART 0.05          /* a 5-point move restarts the step */
-#define CLIMB_SAMPLE_FACTOR 10      /* sample = 10 x capacity requests, or
-                                     * TinyLFU's sample size when set: as in
-                                     * Caffeine, one period for both */
 #define PROTECTED_PERCENT 80        /* protected share of main */
 
 /* Dead entries a shard collects before handing them to call_rcu at once. */
@@ -778,7 +775,7 @@ part(uint64_t total, unsigned n, unsigned i)
 
 static enum admit_status
 shard_init(struct admit_lru *c, struct shard *s, const struct admit_lru_config *cfg,
-           unsigned i, unsigned window_percent)
+           unsigned i, unsigned window_percent, uint64_t sample)
 {
 	uint64_t main;
 	size_t nbuckets;
@@ -809,9 +806,7 @@ shard_init(struct admit_lru *c, struct shard *s, const struct admit_lru_config *
 		                   main % 100 * PROTECTED_PERCENT / 100;
 		break;
 	}
-	s->sample_size = cfg->tinylfu && cfg->tinylfu->sample_size
-	                 ? part(cfg->tinylfu->sample_size, c->nshards, i)
-	                 : CLIMB_SAMPLE_FACTOR * part(entries_of(cfg), c->nshards, i);
+	s->sample_size = part(sample, c->nshards, i);
 	s->step = -CLIMB_STEP_FRACTION * (double)s->max_weight;
 	for (uint64_t k = 0; k < ADMIT_LRU_RING; k++)
 		atomic_init(&s->ring.slot[k].seq, k);
@@ -855,6 +850,7 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 	struct admit_lru *c = NULL;
 	enum admit_status st = ADMIT_NOMEM;
 	unsigned nshards, window_percent, ready = 0;
+	uint64_t sample = 0;            /* the climber's; only ADAPTIVE climbs */
 
 	if (!cfg || !out || (cfg->capacity == 0 && cfg->capacity_bytes == 0) ||
 	    cfg->capacity > ADMIT_LRU_MAX_CAPACITY ||
@@ -886,6 +882,7 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 	c->seed = cfg->seed ? cfg->seed : admit_random_seed();
 	if (c->policy != ADMIT_LRU_PLAIN) {
 		struct admit_tinylfu_config tc = { 0 };
+		struct admit_tinylfu_stats ts;
 
 		if (cfg->tinylfu)
 			tc = *cfg->tinylfu;
@@ -895,12 +892,17 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 		if (st != ADMIT_OK)
 			goto out;
 		st = ADMIT_NOMEM;
+		/* As in Caffeine, the window moves once per period of the
+		 * sketch's aging, whatever set that period. */
+		admit_tinylfu_stats(c->tlfu, &ts);
+		sample = ts.sample_size;
 	}
 	c->shards = admit_table_alloc(sizeof(*c->shards) * nshards);
 	if (!c->shards)
 		goto out;
 	for (; ready < nshards; ready++) {
-		st = shard_init(c, &c->shards[ready], cfg, ready, window_percent);
+		st = shard_init(c, &c->shards[ready], cfg, ready, window_percent,
+		                sample);
 		if (st != ADMIT_OK)
 			goto out;
 	}

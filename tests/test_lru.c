@@ -260,7 +260,7 @@ END_TEST
  * gives a larger frequency store, and a loop over 3/2 x the capacity, where
  * every candidate ties with its victim, keeps a fixed set of keys once aging
  * and the random admission of warm candidates are off: hits reach the
- * capacity per pass, as Belady's optimum's do. */
+ * capacity less one per pass, close to Belady's optimum. */
 START_TEST(test_tinylfu_config)
 {
 	enum { CAP = 200, LOOP = 300, PASSES = 40 };
@@ -371,10 +371,9 @@ START_TEST(test_empty_key_and_value)
 END_TEST
 
 /* The hill climber moves the window away from its initial 1 %, and keeps
- * it within the capacity. */
-/* The window moves once per sample: 10 x the capacity by default (run 0),
- * tinylfu.sample_size when set (run 1: longer than the test, so it never
- * moves). */
+ * it within the capacity.  It moves once per TinyLFU sample: 10 x the
+ * capacity by default (run 0), tinylfu.sample_size when set (run 1: longer
+ * than the test, so it never moves). */
 START_TEST(test_window_adapts)
 {
 	enum { CAP = 500 };
