@@ -1,7 +1,7 @@
 #!/bin/bash
 # admit-cached against Debian's memcached (and against itself with
 # --no-admission, i.e. plain LRU): the same read-through Zipf load from
-# bench/cached_load, the same memory limit, fresh servers for every run, on
+# programs/cached/cached_load, the same memory limit, fresh servers for every run, on
 # loopback only.  Prints each run, then the medians and their ratios.
 # By hand, not in CI:   make bench-cached   (from the build directory), or
 #   bench/bench_cached.sh   with the knobs below in the environment.
@@ -18,10 +18,10 @@ REQUESTS=${REQUESTS:-150000}       # gets per client, counted
 RUNS=${RUNS:-3}
 MAX_SECONDS=${MAX_SECONDS:-300}    # bound on each load run
 
-cached="$top_builddir/examples/admit-cached"
-load="$top_builddir/bench/cached_load"
+cached="$top_builddir/programs/cached/admit-cached"
+load="$top_builddir/programs/cached/cached_load"
 for f in "$cached" "$load"; do
-	[ -x "$f" ] || { echo "bench_cached: $f not built (make examples/admit-cached bench/cached_load)"; exit 1; }
+	[ -x "$f" ] || { echo "bench_cached: $f not built (make programs/cached/admit-cached programs/cached/cached_load)"; exit 1; }
 done
 memcached=$(command -v memcached) || { echo "bench_cached: memcached not installed (apt-get install memcached); skipped"; exit 77; }
 

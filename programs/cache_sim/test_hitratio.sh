@@ -1,5 +1,5 @@
 #!/bin/sh
-# Hit-ratio goals of issue 4, checked with examples/cache_sim on the traces in
+# Hit-ratio goals of issue 4, checked with programs/cache_sim/cache_sim on the traces in
 # ../shared/traces and on the built-in workload.
 #   - lru and opt reproduce the published LRU and OPT figures exactly;
 #   - adaptive reaches the best published LRU/ARC/W-TinyLFU figure minus 0.5
@@ -18,7 +18,7 @@
 set -u
 : "${top_srcdir:=.}" "${top_builddir:=.}" "${SAN_CFLAGS:=}"
 traces="$top_srcdir/../shared/traces"
-sim="$top_builddir/examples/cache_sim"
+sim="$top_builddir/programs/cache_sim/cache_sim"
 if [ ! -d "$traces" ]; then
 	echo "SKIP: no $traces (only a checkout next to shared/ has the traces)"
 	exit 77

@@ -1,5 +1,5 @@
 /*
- * Unit tests for examples/trace.c: every trace format, plain and compressed,
+ * Unit tests for programs/cache_sim/trace.c: every trace format, plain and compressed,
  * bad files, and Belady's OPT against hand-worked traces, a brute-force
  * reference, and the published figures of ../shared/README.md (skipped, with
  * a message, when ../shared is absent, as in a user's clone).

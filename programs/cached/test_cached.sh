@@ -6,7 +6,7 @@
 # make it non-zero).  Skips (77) when the clients are not installed.
 set -u
 : "${top_builddir:=.}"
-server="$top_builddir/examples/admit-cached"
+server="$top_builddir/programs/cached/admit-cached"
 
 for tool in memccapable memccp memccat memcrm; do
 	if ! command -v "$tool" >/dev/null 2>&1; then

@@ -2,7 +2,7 @@
  * fuzz_proto.c - libFuzzer target over admit-cached's request parser:
  * splits the input into lines as the server does (including data blocks
  * and their skipping), parses each line and checks what the parser promises.
- * Build: make fuzz-cached (needs clang); run: examples/cached/fuzz_proto.
+ * Build: make fuzz (needs clang); run: programs/cached/fuzz_proto.
  */
 #include <assert.h>
 #include <stddef.h>

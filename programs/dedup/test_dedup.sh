@@ -11,8 +11,8 @@
 # fixed, so every run is the same run.
 set -u
 : "${top_srcdir:=.}" "${top_builddir:=.}"
-dd=$top_builddir/examples/admit-dedup
-gen=$top_builddir/tests/dedup_gen
+dd=$top_builddir/programs/dedup/admit-dedup
+gen=$top_builddir/programs/dedup/dedup_gen
 export LC_ALL=C
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -20,7 +20,7 @@ fails=0 passes=0
 # Sanitizer builds run 5x slower: they check for races and memory errors
 # on 2 x 10^5 lines; the plain build runs the full 10^6.
 n=1000000
-[ -n "${DEDUP_SANITIZED:-}" ] && n=200000
+[ -n "${SAN_CFLAGS:-}" ] && n=200000
 half=$((n / 2))
 ok() { echo "ok   $*"; passes=$((passes + 1)); }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
@@ -196,7 +196,7 @@ fi
 
 # ---- the README's example runs as written ---------------------------------------
 mkdir "$tmp/readme"
-ln -s "$(cd "$top_builddir" && pwd)/examples" "$tmp/readme/examples"
+ln -s "$(cd "$top_builddir" && pwd)/programs" "$tmp/readme/programs"
 sed -n '/<!-- example: admit-dedup -->/,/^```$/p' "$top_srcdir/README.md" |
 	sed '1,2d;$d' >"$tmp/readme/example.sh"
 if (cd "$tmp/readme" && bash -e example.sh) >"$tmp/readme.out" 2>"$tmp/readme.err" &&

@@ -9,8 +9,8 @@
 # `make bench-dedup` runs it.
 set -euo pipefail
 build=${1:-.}
-dd=$build/examples/admit-dedup
-gen=$build/tests/dedup_gen
+dd=$build/programs/dedup/admit-dedup
+gen=$build/programs/dedup/dedup_gen
 lines=${LINES:-10000000}
 reps=${REPS:-3}
 export LC_ALL=C

@@ -1,5 +1,5 @@
 /*
- * trace.h - reading cache traces, and Belady's OPT, for examples/cache_sim.
+ * trace.h - reading cache traces, and Belady's OPT, for programs/cache_sim/cache_sim.
  *
  * Private to the examples and their tests: not part of libadmit.
  */
