@@ -148,7 +148,8 @@ void admit_lru_free(struct admit_lru *c);
  * bufsize > 0).
  * Thread-safety: any thread; takes the key's shard mutex only when the
  * shard's buffer of accesses is full or its index is growing; a hit's
- * TinyLFU record takes two frequency-store stripes briefly.
+ * TinyLFU record may take two frequency-store stripes and wait out an
+ * aging (admit_tinylfu_record()).
  */
 enum admit_status admit_lru_get(struct admit_lru *c, const void *key,
                                 size_t klen, void *buf, size_t bufsize,
