@@ -1,5 +1,5 @@
 /*
- * cbf.c - the blocked counting Bloom filter (DESIGN.md §3).
+ * cbf.c - the blocked counting Bloom filter (doc/design.md §5).
  *
  * Layout: `blocks` blocks of 64 bytes, each 8 words of 16 4-bit counters.  A
  * key's hash picks one block (fastrange on all 64 bits) and, from further

@@ -1,5 +1,5 @@
 /*
- * cuckoo.c - the concurrent cuckoo filter (DESIGN.md §2).
+ * cuckoo.c - the concurrent cuckoo filter (doc/design.md §4).
  *
  * Progress and ordering, in brief:
  *  - Readers take no lock.  They read the stripe words of both buckets, the

@@ -1,6 +1,6 @@
 /*
  * rcu.h - every use of liburcu in admit goes through this header
- * (DESIGN.md §6).
+ * (doc/design.md §9.4, §9.5).
  *
  * Flavour: urcu-bp, which registers a thread on its first read-side lock,
  * because admit runs on threads it did not create.  Read-side sections may

@@ -1,5 +1,5 @@
 /*
- * tinylfu.c - TinyLFU admission (DESIGN.md §4).
+ * tinylfu.c - TinyLFU admission (doc/design.md §6).
  *
  * A key is hashed once with the instance's seed; the 64-bit hash then
  * addresses the doorkeeper directly (cbf_*_hash) and is the 8-byte key of the

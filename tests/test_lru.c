@@ -1,6 +1,6 @@
 /*
  * Unit tests for admit_lru: exact LRU order, capacity bounds, admission,
- * the window's adaptation, bad input, and the lock-free get: whole values
+ * the window's adaptation, bad input, and the RCU get: whole values
  * under concurrent replacement and eviction, no false miss while the index
  * grows, progress while a writer holds the shard's mutex.  Seeds are fixed.
  */
@@ -475,7 +475,7 @@ START_TEST(test_threads)
 }
 END_TEST
 
-/* ---- the lock-free get ---------------------------------------------------- */
+/* ---- the RCU get (no shard mutex in the common case) -------------------- */
 
 /* Self-checking values (stress/cache_value.h) of 24 to 200 bytes. */
 enum { VAL_MAX = 200 };

@@ -4,7 +4,9 @@
  * A cuckoo filter answers "have I seen this key?" in a few bits per key,
  * with a small, bounded false-positive rate and no false negatives, and,
  * unlike a Bloom filter, it can delete.  This one is built for many threads:
- * lookups never take a lock, writers take two of many small seqlock stripes.
+ * writers lock two of many small seqlock stripes at a time, and lookups are
+ * optimistic: they take no lock, but wait while a writer holds one of their
+ * key's two stripes and re-read if one took it meanwhile (doc/design.md §4).
  *
  * Keys are arbitrary byte strings; a key of length 0 is a valid key (and
  * "key" may then be NULL).  The filter stores only a fingerprint of each key,
@@ -119,11 +121,13 @@ enum admit_status admit_cuckoo_insert_unique(struct admit_cuckoo *f,
  * admit_cuckoo_contains - true if key may be present.
  *
  * Never a false negative for a key inserted (and not deleted) before the call
- * began; a false positive with probability at most 8 / 2^f.  Takes no lock:
- * it retries only when a writer changed one of the key's two buckets while it
- * was reading them.  Returns false if f is NULL or key is NULL with len > 0.
+ * began; a false positive with probability at most 8 / 2^f.  Optimistic: it
+ * takes no lock and writes nothing shared, waits while a writer holds one of
+ * the key's two stripes, and re-reads when a writer took one while it was
+ * reading.  Returns false if f is NULL or key is NULL with len > 0.
  *
- * Thread-safety: safe; lock-free with respect to other readers.
+ * Thread-safety: safe; optimistic: never waits for other readers, may wait
+ * for writers of the key's two stripes.
  */
 bool admit_cuckoo_contains(const struct admit_cuckoo *f, const void *key,
                            size_t len);
@@ -154,7 +158,7 @@ enum admit_status admit_cuckoo_delete(struct admit_cuckoo *f, const void *key,
  * a counting filter returns the key's counter (0 to 15, saturating).  Both
  * may over-count by the false-positive mechanism.  Returns 0 on bad input.
  *
- * Thread-safety: safe; lock-free like admit_cuckoo_contains().
+ * Thread-safety: safe; optimistic like admit_cuckoo_contains().
  */
 unsigned admit_cuckoo_count(const struct admit_cuckoo *f, const void *key,
                             size_t len);
@@ -222,7 +226,7 @@ enum admit_status admit_cuckoo_insert_many(struct admit_cuckoo *f, size_t n,
  * Bad input: a NULL f, keys, lens or out makes it return without writing; a
  * NULL keys[i] with lens[i] > 0 gives out[i] = false.
  *
- * Thread-safety: safe; lock-free.
+ * Thread-safety: safe; optimistic like admit_cuckoo_contains().
  */
 void admit_cuckoo_contains_many(const struct admit_cuckoo *f, size_t n,
                                 const void *const keys[], const size_t lens[],
@@ -246,8 +250,9 @@ uint64_t admit_cuckoo_size(const struct admit_cuckoo *f);
 uint64_t admit_cuckoo_slots(const struct admit_cuckoo *f);
 
 /*
- * admit_cuckoo_memory - bytes of the bucket table (the stripes and the struct
- * are extra, a few tens of KiB).  8 * memory / size is bits per item.
+ * admit_cuckoo_memory - bytes of the bucket table (the stripes are extra,
+ * 68 bytes each: 272 KiB with the default 4096).  8 * memory / size is bits
+ * per item.
  *
  * Thread-safety: safe.
  */
@@ -282,9 +287,8 @@ enum admit_status admit_cuckoo_stats(const struct admit_cuckoo *f,
  * place, so a crash never leaves a half-written snapshot under path.
  *
  * Every stripe is held while the table is copied in memory (not during the
- * disk write): writers, and lookups that would answer false, wait for that
- * copy, a few milliseconds per 10 M items.  The snapshot is exact at that
- * instant.
+ * disk write): every writer and every lookup waits for that copy, a few
+ * milliseconds per 10 M items.  The snapshot is exact at that instant.
  *
  * Errors: ADMIT_EINVAL if f or path is NULL; ADMIT_NOMEM if the copy cannot
  * be allocated; ADMIT_EIO if the file cannot be written.

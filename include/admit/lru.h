@@ -23,15 +23,18 @@
  * Concurrency: the cache is split into shards by key hash; each shard has a
  * mutex over its lists and counters.  set, delete and stats take the key's
  * shard mutex (stats visits the shards one after another); no call takes a
- * lock shared by all shards.  A get takes no lock in the common case: it
- * finds the key through an RCU-protected index (liburcu, urcu-bp flavour),
+ * lock shared by all shards.  A get takes no shard mutex in the common case:
+ * it finds the key through an RCU-protected index (liburcu, urcu-bp flavour),
  * copies the value out, and queues the access in a small per-shard buffer
  * that the next caller holding the shard mutex applies, in order, to the
- * LRU order, the counters and the window's hill climber.  Only when that
- * buffer is full does a get take the mutex to empty it.  So a get never
- * waits for a set of the same shard, and one thread alone sees exactly the
- * results of a fully locked cache.  The TinyLFU frequency sketch is shared
- * and lock-free.
+ * LRU order, the counters and the window's hill climber.  A get takes the
+ * mutex only when that buffer is full (to empty it) or when it meets a grow
+ * of the shard's index (caches bounded by bytes alone); otherwise it never
+ * waits for a set of the same shard.  One thread alone sees exactly the
+ * results of a fully locked cache.  The TinyLFU frequency sketch is shared:
+ * its doorkeeper is lock-free, its frequency store lock-striped, so a hit's
+ * record may wait briefly on another thread's in the same stripes
+ * (doc/design.md §7).
  *
  * Memory: a replaced, deleted or evicted entry is freed only after an RCU
  * grace period (no get can still be reading it), in batches, by a later call
@@ -143,8 +146,10 @@ void admit_lru_free(struct admit_lru *c);
  * calling admit_lru_set when you fetch it), ADMIT_FULL (buffer too small),
  * ADMIT_EINVAL (c or vlen NULL, key NULL with klen > 0, buf NULL with
  * bufsize > 0).
- * Thread-safety: any thread; takes no lock unless the shard's buffer of
- * accesses is full, then the key's shard mutex.
+ * Thread-safety: any thread; takes the key's shard mutex only when the
+ * shard's buffer of accesses is full or its index is growing; a hit's
+ * TinyLFU record may take two frequency-store stripes and wait out an
+ * aging (admit_tinylfu_record()).
  */
 enum admit_status admit_lru_get(struct admit_lru *c, const void *key,
                                 size_t klen, void *buf, size_t bufsize,

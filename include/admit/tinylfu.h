@@ -19,8 +19,9 @@
  * estimate and admit.
  *
  * Every call is thread-safe unless it says otherwise, and none takes a global
- * lock: the doorkeeper is lock-free, the frequency store is lock-striped, the
- * record counter is striped per thread.
+ * lock: the doorkeeper is lock-free, the frequency store is lock-striped with
+ * optimistic reads, the record counter is striped per thread
+ * (doc/design.md §6).
  */
 #ifndef ADMIT_TINYLFU_H
 #define ADMIT_TINYLFU_H
@@ -98,7 +99,9 @@ void admit_tinylfu_free(struct admit_tinylfu *t);
  *
  * Errors: ADMIT_EINVAL if t is NULL or key is NULL with len > 0.
  *
- * Thread-safety: safe; lock-free apart from the frequency store's stripes.
+ * Thread-safety: safe; blocking: a second sighting takes two of the
+ * frequency store's stripes, and one that must move entries to make room
+ * waits for an aging in progress to end.
  */
 enum admit_status admit_tinylfu_record(struct admit_tinylfu *t, const void *key,
                                        size_t len);
@@ -110,7 +113,8 @@ enum admit_status admit_tinylfu_record(struct admit_tinylfu *t, const void *key,
  * the current sample below saturation, except that a record racing an aging
  * may or may not have been halved.  Returns 0 on bad input.
  *
- * Thread-safety: safe; lock-free.
+ * Thread-safety: safe; optimistic: waits only while a writer holds one of
+ * the key's stripes in the frequency store.
  */
 unsigned admit_tinylfu_estimate(const struct admit_tinylfu *t, const void *key,
                                 size_t len);
@@ -126,7 +130,7 @@ unsigned admit_tinylfu_estimate(const struct admit_tinylfu *t, const void *key,
  * out: real popular newcomers still get in, one-hit wonders do not.  Neither
  * key is recorded.  Returns false on bad input.
  *
- * Thread-safety: safe; lock-free.
+ * Thread-safety: safe; optimistic like admit_tinylfu_estimate().
  */
 bool admit_tinylfu_admit(struct admit_tinylfu *t, const void *candidate,
                          size_t clen, const void *victim, size_t vlen);
