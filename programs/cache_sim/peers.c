@@ -141,7 +141,7 @@ list_to_head(struct links *l, struct list *q, uint32_t x)
 	}
 }
 
-/* The per-key state of a replay: links and one or two bytes per key. */
+/* The per-key state of a replay: links and two bytes per key. */
 struct state {
 	struct links l;
 	uint8_t *where, *bits;
