@@ -353,14 +353,6 @@ replay(const struct options *o, enum admit_lru_policy policy, uint64_t size,
 	return 0;
 }
 
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* The median of o->seeds replays (the upper one of the two middle for an
  * even count). */
 static int
@@ -374,7 +366,7 @@ replay_seeds(const struct options *o, enum admit_lru_policy policy,
 		if (replay(o, policy, size, o->seed + k, keys, n, progress, label,
 		           &h[k]))
 			return 1;
-	qsort(h, o->seeds, sizeof(h[0]), cmp_u64);
+	qsort(h, o->seeds, sizeof(h[0]), trace_cmp_u64);
 	*hits = h[o->seeds / 2];
 	return 0;
 }

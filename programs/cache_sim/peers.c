@@ -18,18 +18,11 @@
 #include <string.h>
 
 #include "peers.h"
+#include "trace.h"
 
 #define NIL UINT32_MAX
 
 /* ---- dense key numbers ----------------------------------------------------- */
-
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
 
 int
 peer_dense_ids(const uint64_t *keys, size_t n, uint32_t **ids,
@@ -49,7 +42,7 @@ peer_dense_ids(const uint64_t *keys, size_t n, uint32_t **ids,
 		return -1;
 	}
 	memcpy(sorted, keys, n * sizeof(*sorted));
-	qsort(sorted, n, sizeof(*sorted), cmp_u64);
+	qsort(sorted, n, sizeof(*sorted), trace_cmp_u64);
 	for (size_t i = 0; i < n; i++)
 		if (d == 0 || sorted[i] != sorted[d - 1])
 			sorted[d++] = sorted[i];
