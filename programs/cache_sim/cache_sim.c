@@ -2,18 +2,21 @@
  * cache_sim - replay a cache trace through several admission policies side
  * by side and print one table: policy x cache size -> hit ratio (percent).
  *
- *   cache_sim [--policies lru,tinylfu,wtinylfu,adaptive,opt] [--sizes N,N,...]
- *             [--format auto|text|arc|lirs|i32be|i64be] [--csv]
- *             [--plot FILE.png] [--threads N] [--shards N] [--window PERCENT]
- *             [--seed N] [--seeds N] [--sample-factor K] [--no-random-admit]
- *             [TRACE]
+ *   cache_sim [--policies lru,tinylfu,wtinylfu,adaptive,opt,arc,lirs,...]
+ *             [--sizes N,N,...] [--format auto|text|arc|lirs|i32be|i64be]
+ *             [--csv] [--plot FILE.png] [--threads N] [--shards N]
+ *             [--window PERCENT] [--seed N] [--seeds N] [--sample-factor K]
+ *             [--no-random-admit] [--workload NAME | TRACE]
  *
- * Every policy but opt is a real admit_lru (one shard by default, so lru is
- * exact global LRU); a request is a get, and a miss is followed by a set of
- * the key, as a read-through cache does.  opt is Belady's optimum.  With no
- * TRACE, a built-in workload runs: 1 M requests, Zipf(0.9) over 1 M keys,
- * interrupted every 100,000 requests by a scan of 20,000 keys that are never
- * seen again; cache sizes 1,000, 10,000 and 100,000 unless --sizes says.
+ * lru, tinylfu, wtinylfu and adaptive are real admit_lru caches (one shard
+ * by default, so lru is exact global LRU); a request is a get, and a miss
+ * is followed by a set of the key, as a read-through cache does.  opt is
+ * Belady's optimum.  arc, lirs, s3fifo, sieve, 2q and clock are the
+ * policies users compare with, simulated in peers.c as libCacheSim does.
+ * With no TRACE, a built-in workload runs (workload.h): by default 1 M
+ * requests, Zipf(0.9) over 1 M keys, interrupted every 100,000 requests by
+ * a scan of 20,000 keys that are never seen again; --workload picks
+ * another pattern (zigzag, scan-repeat, scan-hot, zipf).
  *
  * The admission policies draw on their seed (hashing, the random admission
  * of a warm candidate), and the adaptive window's hill climber amplifies
@@ -35,23 +38,34 @@
 
 #include <admit/admit.h>
 
+#include "peers.h"
 #include "trace.h"
-#include "zipf.h"
+#include "workload.h"
 
 #define MAX_SIZES 64
 
+/* Where a policy's figures come from. */
+enum kind { KIND_ADMIT, KIND_OPT, KIND_PEER };
+
 static const struct {
 	const char *name;
-	enum admit_lru_policy policy;
+	enum kind kind;
+	enum admit_lru_policy policy; /* KIND_ADMIT */
+	enum peer_policy peer;        /* KIND_PEER */
 } policy_names[] = {
-	{ "lru", ADMIT_LRU_PLAIN },
-	{ "tinylfu", ADMIT_LRU_TINYLFU },
-	{ "wtinylfu", ADMIT_LRU_WTINYLFU },
-	{ "adaptive", ADMIT_LRU_ADAPTIVE },
-	{ "opt", 0 },
+	{ "lru", KIND_ADMIT, ADMIT_LRU_PLAIN, 0 },
+	{ "tinylfu", KIND_ADMIT, ADMIT_LRU_TINYLFU, 0 },
+	{ "wtinylfu", KIND_ADMIT, ADMIT_LRU_WTINYLFU, 0 },
+	{ "adaptive", KIND_ADMIT, ADMIT_LRU_ADAPTIVE, 0 },
+	{ "opt", KIND_OPT, 0, 0 },
+	{ "arc", KIND_PEER, 0, PEER_ARC },
+	{ "lirs", KIND_PEER, 0, PEER_LIRS },
+	{ "s3fifo", KIND_PEER, 0, PEER_S3FIFO },
+	{ "sieve", KIND_PEER, 0, PEER_SIEVE },
+	{ "2q", KIND_PEER, 0, PEER_2Q },
+	{ "clock", KIND_PEER, 0, PEER_CLOCK },
 };
 #define NPOLICIES (sizeof(policy_names) / sizeof(policy_names[0]))
-#define OPT_INDEX (NPOLICIES - 1)
 
 struct options {
 	bool use[NPOLICIES];
@@ -61,6 +75,8 @@ struct options {
 	enum trace_format format;
 	bool csv;
 	const char *plot, *trace;
+	enum workload workload;
+	bool workload_set;
 	unsigned threads, shards, window, seeds;
 	uint64_t seed, sample_factor;
 	bool no_random;
@@ -70,12 +86,25 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: cache_sim [--policies lru,tinylfu,wtinylfu,adaptive,opt] [--sizes N,N,...]\n"
+	        "usage: cache_sim [--policies lru,tinylfu,wtinylfu,adaptive,opt,arc,lirs,s3fifo,\n"
+	        "                             sieve,2q,clock] [--sizes N,N,...]\n"
 	        "                 [--format auto|text|arc|lirs|i32be|i64be] [--csv] [--plot FILE.png]\n"
 	        "                 [--threads N] [--shards N] [--window PERCENT] [--seed N]\n"
-	        "                 [--seeds N] [--sample-factor K] [--no-random-admit] [TRACE]\n"
-	        "Replays TRACE (gzip and xz read directly; none = a built-in Zipf + scans\n"
-	        "workload) through each policy at each cache size and prints the hit ratios.\n"
+	        "                 [--seeds N] [--sample-factor K] [--no-random-admit]\n"
+	        "                 [--workload NAME | TRACE]\n"
+	        "Replays TRACE (gzip and xz read directly) through each policy at each cache\n"
+	        "size and prints the hit ratios (default policies: lru,tinylfu,wtinylfu,\n"
+	        "adaptive,opt).  arc, lirs, s3fifo, sieve, 2q and clock are simulated as\n"
+	        "libCacheSim does, to compare with.\n"
+	        "With no TRACE, --workload NAME replays a built-in pattern:\n"
+	        "  zipf-scans   (default) 1 M requests, Zipf 0.9 over 1 M keys, a one-off\n"
+	        "               scan of 20,000 keys every 100,000 requests\n"
+	        "  zipf         the same without the scans\n"
+	        "  zigzag       1,000 keys forwards then backwards, 25 passes; sizes\n"
+	        "               250,500, where LRU is optimal (24 %%, 48 %%)\n"
+	        "  scan-repeat  the same 1,000 keys forwards, 25 times (a loop)\n"
+	        "  scan-hot     500,000 requests, Zipf 0.9 over 10,000 hot keys, a one-off\n"
+	        "               scan of 5,000 keys every 25,000 requests\n"
 	        "--window sets wtinylfu's fixed window (default 1 %%); --shards and --threads\n"
 	        "show what sharding and concurrency cost in hit ratio.  --seeds N reports the\n"
 	        "median of N replays, with seeds S, S+1, ... (S = --seed, default 42).\n"
@@ -190,6 +219,13 @@ parse_args(int argc, char **argv, struct options *o)
 			}
 		} else if (!strcmp(a, "--plot")) {
 			o->plot = v;
+		} else if (!strcmp(a, "--workload")) {
+			o->workload = workload_parse(v);
+			o->workload_set = true;
+			if ((int)o->workload < 0) {
+				fprintf(stderr, "cache_sim: unknown workload '%s'\n", v);
+				return 2;
+			}
 		} else if (!strcmp(a, "--threads") && parse_u64(v, &n) && n >= 1 && n <= 256) {
 			o->threads = (unsigned)n;
 		} else if (!strcmp(a, "--shards") && parse_u64(v, &n) && n >= 1 &&
@@ -210,54 +246,11 @@ parse_args(int argc, char **argv, struct options *o)
 			return 2;
 		}
 	}
+	if (o->trace && o->workload_set) {
+		fprintf(stderr, "cache_sim: --workload and a TRACE exclude each other\n");
+		return 2;
+	}
 	return 0;
-}
-
-/* ---- the built-in workload ---------------------------------------------- */
-
-#define BUILTIN_KEYS 1000000u
-#define BUILTIN_REQUESTS 1000000u
-#define BUILTIN_SCAN_EVERY 100000u
-#define BUILTIN_SCAN_LEN 20000u
-
-static uint64_t
-splitmix64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static uint64_t *
-builtin_workload(uint64_t seed, size_t *n)
-{
-	double *cdf = zipf_table(BUILTIN_KEYS, 0.9);
-	uint64_t *keys = malloc(BUILTIN_REQUESTS * sizeof(*keys));
-	uint64_t rng = seed, scan_key = 1ull << 62;
-	size_t i = 0;
-
-	if (!cdf || !keys) {
-		free(cdf);
-		free(keys);
-		return NULL;
-	}
-	while (i < BUILTIN_REQUESTS) {
-		if (i % BUILTIN_SCAN_EVERY == BUILTIN_SCAN_EVERY / 2) {
-			/* One-off keys, outside the Zipf key space. */
-			for (uint32_t k = 0; k < BUILTIN_SCAN_LEN && i < BUILTIN_REQUESTS; k++)
-				keys[i++] = scan_key++;
-			continue;
-		}
-		double u = (double)(splitmix64(&rng) >> 11) * 0x1p-53;
-		/* Scatter ranks over the key space, as real ids are. */
-		uint64_t s = zipf_rank(cdf, BUILTIN_KEYS, u);
-		keys[i++] = splitmix64(&s) >> 2;
-	}
-	free(cdf);
-	*n = i;
-	return keys;
 }
 
 /* ---- replay -------------------------------------------------------------- */
@@ -360,14 +353,6 @@ replay(const struct options *o, enum admit_lru_policy policy, uint64_t size,
 	return 0;
 }
 
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* The median of o->seeds replays (the upper one of the two middle for an
  * even count). */
 static int
@@ -381,28 +366,12 @@ replay_seeds(const struct options *o, enum admit_lru_policy policy,
 		if (replay(o, policy, size, o->seed + k, keys, n, progress, label,
 		           &h[k]))
 			return 1;
-	qsort(h, o->seeds, sizeof(h[0]), cmp_u64);
+	qsort(h, o->seeds, sizeof(h[0]), trace_cmp_u64);
 	*hits = h[o->seeds / 2];
 	return 0;
 }
 
 /* ---- output --------------------------------------------------------------- */
-
-static size_t
-count_distinct(const uint64_t *keys, size_t n)
-{
-	uint64_t *copy = malloc(n * sizeof(*copy));
-	size_t d = 0;
-
-	if (!copy)
-		return 0;
-	memcpy(copy, keys, n * sizeof(*copy));
-	qsort(copy, n, sizeof(*copy), cmp_u64);
-	for (size_t i = 0; i < n; i++)
-		d += i == 0 || copy[i] != copy[i - 1];
-	free(copy);
-	return d;
-}
 
 static double
 ratio(uint64_t hits, size_t n)
@@ -467,7 +436,8 @@ main(int argc, char **argv)
 	static uint64_t hits[NPOLICIES][MAX_SIZES];
 	struct options o;
 	uint64_t *keys;
-	size_t n = 0, distinct;
+	uint32_t *ids, distinct;
+	size_t n = 0;
 	const char *name;
 	char err[256];
 	bool progress;
@@ -482,19 +452,21 @@ main(int argc, char **argv)
 		}
 		name = strrchr(o.trace, '/') ? strrchr(o.trace, '/') + 1 : o.trace;
 	} else {
-		keys = builtin_workload(o.seed, &n);
+		keys = workload_keys(o.workload, o.seed, &n);
 		if (!keys) {
 			fprintf(stderr, "cache_sim: out of memory\n");
 			return 1;
 		}
-		name = "builtin-zipf0.9+scans";
+		name = workload_label(o.workload);
 	}
-	distinct = count_distinct(keys, n);
+	/* The peers index their state by these numbers. */
+	if (peer_dense_ids(keys, n, &ids, &distinct) != 0) {
+		fprintf(stderr, "cache_sim: out of memory (or 2^32 requests or more)\n");
+		free(keys);
+		return 1;
+	}
 	if (o.nsizes == 0 && !o.trace) {
-		o.sizes[0] = 1000;
-		o.sizes[1] = 10000;
-		o.sizes[2] = 100000;
-		o.nsizes = 3;
+		o.nsizes = workload_sizes(o.workload, o.sizes, MAX_SIZES);
 	} else if (o.nsizes == 0) {
 		/* 0.5 % to 20 % of the distinct keys. */
 		static const unsigned per_mille[] = { 5, 10, 20, 50, 100, 200 };
@@ -519,16 +491,22 @@ main(int argc, char **argv)
 			         policy_names[pi].name, o.sizes[s]);
 			if (progress)
 				fprintf(stderr, "\r%s:    ", label);
-			if (pi == (int)OPT_INDEX) {
-				hits[pi][s] = trace_opt_hits(keys, n, o.sizes[s]);
-				if (hits[pi][s] == UINT64_MAX) {
-					fprintf(stderr, "cache_sim: opt: out of memory\n");
-					rc = 1;
-				}
-			} else
+			if (policy_names[pi].kind == KIND_ADMIT) {
 				rc = replay_seeds(&o, policy_names[pi].policy,
 				                  o.sizes[s], keys, n, progress, label,
 				                  &hits[pi][s]);
+				continue;
+			}
+			if (policy_names[pi].kind == KIND_OPT)
+				hits[pi][s] = trace_opt_hits(keys, n, o.sizes[s]);
+			else
+				hits[pi][s] = peer_hits(policy_names[pi].peer, ids, n,
+				                        distinct, o.sizes[s]);
+			if (hits[pi][s] == UINT64_MAX) {
+				fprintf(stderr, "cache_sim: %s: out of memory\n",
+				        policy_names[pi].name);
+				rc = 1;
+			}
 		}
 	}
 	if (progress)
@@ -543,7 +521,7 @@ main(int argc, char **argv)
 					       hits[o.order[p]][s],
 					       ratio(hits[o.order[p]][s], n));
 		} else {
-			printf("%s: %zu requests, %zu distinct keys; hit ratio %%"
+			printf("%s: %zu requests, %" PRIu32 " distinct keys; hit ratio %%"
 			       " (threads %u, shards %u", name, n, distinct,
 			       o.threads, o.shards);
 			if (o.seeds > 1)
@@ -563,6 +541,7 @@ main(int argc, char **argv)
 		if (o.plot)
 			rc = plot(&o, name, n, hits);
 	}
+	free(ids);
 	free(keys);
 	return rc;
 }

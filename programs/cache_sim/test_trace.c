@@ -148,6 +148,32 @@ START_TEST(test_binary)
 }
 END_TEST
 
+/* A binary trace of a length both widths fit, named neither: 32-bit keys
+ * that repeat are read as 32-bit, 64-bit keys below 2^32 that repeat as
+ * 64-bit (trace.c, guess_width()). */
+START_TEST(test_binary_width)
+{
+	unsigned char b32[64 * 4], b64[32 * 8];
+	uint64_t w32[64], w64[32];
+	char name[32];
+
+	for (unsigned i = 0; i < 64; i++) {
+		w32[i] = 1000 + i % 7;
+		for (unsigned k = 0; k < 4; k++)
+			b32[4 * i + k] = (unsigned char)(w32[i] >> (24 - 8 * k));
+	}
+	for (unsigned i = 0; i < 32; i++) {
+		w64[i] = 1000 + i % 7;
+		for (unsigned k = 0; k < 8; k++)
+			b64[8 * i + k] = (unsigned char)(w64[i] >> (56 - 8 * k));
+	}
+	snprintf(name, sizeof(name), "w32.bin.%s", packs[_i]);
+	expect(put(name, b32, sizeof(b32), (enum packing)_i), TRACE_AUTO, w32, 64);
+	snprintf(name, sizeof(name), "w64.bin.%s", packs[_i]);
+	expect(put(name, b64, sizeof(b64), (enum packing)_i), TRACE_AUTO, w64, 32);
+}
+END_TEST
+
 START_TEST(test_empty)
 {
 	uint64_t *keys = NULL;
@@ -411,6 +437,7 @@ main(void)
 	tcase_add_loop_test(fmt, test_lirs, PLAIN, XZ + 1);
 	tcase_add_loop_test(fmt, test_arc, PLAIN, XZ + 1);
 	tcase_add_loop_test(fmt, test_binary, PLAIN, XZ + 1);
+	tcase_add_loop_test(fmt, test_binary_width, PLAIN, XZ + 1);
 	tcase_add_test(fmt, test_empty);
 	tcase_add_test(fmt, test_bad_files);
 	tcase_add_test(fmt, test_format_names);

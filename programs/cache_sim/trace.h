@@ -25,8 +25,9 @@ enum trace_format { TRACE_AUTO, TRACE_TEXT, TRACE_ARC, TRACE_LIRS, TRACE_I32BE,
  *   LIRS   one integer per line; "*" and empty lines skipped;
  *   I32BE, I64BE  big-endian binary integers.
  * TRACE_AUTO looks at the content (binary or text; on text, how many integer
- * fields the first line has) and the name (".lis" is ARC, "i32" binary is
- * 32-bit).  Returns 0, or -1 with a message in errbuf (a missing or corrupt
+ * fields the first line has; on binary whose length fits both widths, which
+ * width repeats keys as a trace does) and the name (".lis" is ARC, "i32"
+ * binary is 32-bit).  Returns 0, or -1 with a message in errbuf (a missing or corrupt
  * file, a malformed line, a size not a multiple of the record, no memory);
  * *keys and *n are set only on success.
  */
@@ -49,5 +50,8 @@ const char *trace_format_name(enum trace_format fmt);
  * Returns UINT64_MAX if memory runs out; 0 if n or size is 0.
  */
 uint64_t trace_opt_hits(const uint64_t *keys, size_t n, size_t size);
+
+/* qsort()'s comparison of two uint64_t, ascending. */
+int trace_cmp_u64(const void *a, const void *b);
 
 #endif /* ADMIT_EXAMPLES_TRACE_H */
