@@ -21,7 +21,10 @@
  * machine shared with other work; a thread asleep on a mutex uses no CPU,
  * so under contention the CPU figure flatters a locked cache.  It uses only
  * the public API, so the same file builds against an older libadmit for a
- * before/after comparison (bench/README.md).
+ * before/after comparison (bench/README.md).  Its baseline, run alternately
+ * on the same streams: bench/maplru.c, one mutex around a hash map with an
+ * LRU list, the cache a user writes by hand ("map+LRU"); each admit_lru row
+ * prints its ratio to the baseline's row and the nanoseconds per operation.
  *
  *   bench_admission [CAPACITY [REPS]]   (CAPACITY: of the cache; default 100000)
  */
@@ -35,6 +38,7 @@
 #include <admit/admit.h>
 
 #include "benchutil.h"
+#include "maplru.h"
 #include "zipf.h"
 
 #define OPS (4u << 20)
@@ -82,7 +86,8 @@ line_reads(size_t bytes, unsigned lines)
 }
 
 enum { CBF_ADD, CBF_EST, CBF_BASE, REC_SKEW, REC_SHIFT, EST, ADMIT, TL_BASE,
-       REC_1T, REC_2T, LRU_1T, LRU_2T, LRU_1T_CPU, LRU_2T_CPU, NOPS };
+       REC_1T, REC_2T, LRU_1T, LRU_2T, LRU_1T_CPU, LRU_2T_CPU,
+       MAP_1T, MAP_2T, MAP_1T_CPU, MAP_2T_CPU, NOPS };
 static const char *names[NOPS] = {
 	"cbf add", "cbf estimate", "  baseline: 1 line read",
 	"tinylfu record, skewed", "tinylfu record, shifting", "tinylfu estimate",
@@ -90,6 +95,8 @@ static const char *names[NOPS] = {
 	"record skewed, 1 thread, wall", "record skewed, 2 threads, wall",
 	"lru 95/5, 1 thread, wall", "lru 95/5, 2 threads, wall",
 	"lru 95/5, 1 thread, cpu", "lru 95/5, 2 threads, cpu",
+	"  baseline: map+LRU, 1 thread, wall", "  baseline: map+LRU, 2 threads, wall",
+	"  baseline: map+LRU, 1 thread, cpu", "  baseline: map+LRU, 2 threads, cpu",
 };
 
 struct job {
@@ -115,6 +122,7 @@ record_all(void *arg)
 
 struct lru_job {
 	struct admit_lru *c;
+	struct maplru *m;                   /* the baseline, when c is NULL */
 	const uint64_t *ops;
 	double cpu;
 	size_t hits;
@@ -131,7 +139,12 @@ lru_run(void *arg)
 	for (size_t i = 0; i < LRU_OPS; i++) {
 		uint64_t k = j->ops[i] & ~LRU_SET_FLAG;
 
-		if (j->ops[i] & LRU_SET_FLAG)
+		if (!j->c) {
+			if (j->ops[i] & LRU_SET_FLAG)
+				maplru_set(j->m, k, buf);
+			else
+				j->hits += maplru_get(j->m, k, buf);
+		} else if (j->ops[i] & LRU_SET_FLAG)
 			admit_lru_set(j->c, &k, sizeof(k), buf, 32);
 		else
 			j->hits += admit_lru_get(j->c, &k, sizeof(k), buf, sizeof(buf),
@@ -141,26 +154,33 @@ lru_run(void *arg)
 	return NULL;
 }
 
-/* Mops/s of nt threads on a fresh, filled cache: wall into *wall_rate, CPU
- * time into *cpu_rate. */
+/* Mops/s of nt threads on a fresh, filled cache (admit_lru, or the
+ * baseline when baseline is set): wall into *wall_rate, CPU time into
+ * *cpu_rate. */
 static void
 lru_bench(uint64_t cap, uint64_t *const streams[2], unsigned nt, uint64_t seed,
-          double *wall_rate, double *cpu_rate)
+          int baseline, double *wall_rate, double *cpu_rate)
 {
 	struct admit_lru_config cfg = { .capacity = cap, .seed = seed };
-	struct admit_lru *c;
+	struct admit_lru *c = NULL;
+	struct maplru *m = NULL;
+	unsigned char val[32] = { 0 };
 	struct lru_job jobs[2];
 	pthread_t th[2];
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	double t0, cpu = 0;
 
-	if (admit_lru_new(&cfg, &c) != ADMIT_OK)
+	if (baseline ? !(m = maplru_new(cap)) : admit_lru_new(&cfg, &c) != ADMIT_OK)
 		exit(1);
-	for (uint64_t k = 0; k < cap; k++)  /* the hottest keys */
-		admit_lru_set(c, &k, sizeof(k), "", 0);
+	for (uint64_t k = 0; k < cap; k++) {  /* the hottest keys */
+		if (m)
+			maplru_set(m, k, val);
+		else
+			admit_lru_set(c, &k, sizeof(k), "", 0);
+	}
 	t0 = wall();
 	for (unsigned i = 0; i < nt; i++) {
-		jobs[i] = (struct lru_job){ .c = c, .ops = streams[i] };
+		jobs[i] = (struct lru_job){ .c = c, .m = m, .ops = streams[i] };
 		pthread_create(&th[i], NULL, lru_run, &jobs[i]);
 	}
 	for (unsigned i = 0; i < nt; i++) {
@@ -170,6 +190,7 @@ lru_bench(uint64_t cap, uint64_t *const streams[2], unsigned nt, uint64_t seed,
 	*wall_rate = (double)LRU_OPS * nt / (wall() - t0) / 1e6;
 	*cpu_rate = (double)LRU_OPS * nt * (nt < ncpu ? nt : (double)ncpu) / cpu / 1e6;
 	admit_lru_free(c);
+	maplru_free(m);
 }
 
 /* Zipf(0.99) keys over 10 x cap, one in 20 flagged as a set. */
@@ -189,6 +210,18 @@ lru_stream(uint64_t cap, uint64_t salt)
 	}
 	free(cdf);
 	return ops;
+}
+
+/* ", N.NN x map+LRU" for an admit_lru row, "" for the baseline's. */
+static const char *
+lru_vs_map(const double *med, int op)
+{
+	static char s[32];
+
+	if (op >= MAP_1T)
+		return "";
+	snprintf(s, sizeof(s), ", %.2fx map+LRU", med[op] / med[op + MAP_1T - LRU_1T]);
+	return s;
 }
 
 int
@@ -288,26 +321,36 @@ main(int argc, char **argv)
 		r[REC_2T][rep] = OPS / (wall() - t0) / 1e6;
 		admit_tinylfu_free(t);
 
-		lru_bench(cap, streams, 1, 99 + (uint64_t)rep, &r[LRU_1T][rep],
-		          &r[LRU_1T_CPU][rep]);
-		lru_bench(cap, streams, 2, 99 + (uint64_t)rep, &r[LRU_2T][rep],
-		          &r[LRU_2T_CPU][rep]);
+		/* Alternated with admit_lru in every repetition, so both meet
+		 * the same machine. */
+		for (unsigned nt = 1; nt <= 2; nt++) {
+			unsigned o = nt - 1;
+
+			lru_bench(cap, streams, nt, 99 + (uint64_t)rep, 0,
+			          &r[LRU_1T + o][rep], &r[LRU_1T_CPU + o][rep]);
+			lru_bench(cap, streams, nt, 99 + (uint64_t)rep, 1,
+			          &r[MAP_1T + o][rep], &r[MAP_1T_CPU + o][rep]);
+		}
 		if (sum == 42)
 			puts("");
 	}
 	for (int op = 0; op < NOPS; op++)
 		med[op] = bench_median(r[op], reps);
-	printf("%-30s %9s %9s\n", "op", "Mops/s", "ratio");
+	printf("%-36s %9s %9s\n", "op", "Mops/s", "ratio");
 	for (int op = 0; op < NOPS; op++) {
 		double base = op <= CBF_BASE ? med[CBF_BASE] : med[TL_BASE];
 
-		if (op == REC_1T || op == LRU_1T || op == LRU_1T_CPU)
-			printf("%-30s %9.2f\n", names[op], med[op]);
-		else if (op == REC_2T || op == LRU_2T || op == LRU_2T_CPU)
-			printf("%-30s %9.2f %8.2fx  (vs 1 thread)\n", names[op], med[op],
+		if (op == REC_1T)
+			printf("%-36s %9.2f\n", names[op], med[op]);
+		else if (op == REC_2T)
+			printf("%-36s %9.2f %8.2fx  (vs 1 thread)\n", names[op], med[op],
 			       med[op] / med[op - 1]);
+		else if (op >= LRU_1T)  /* rows in pairs: 1 thread, 2 threads */
+			printf("%-36s %9.2f %6.0f ns/op %6.2fx 1 thread%s\n",
+			       names[op], med[op], 1e3 / med[op],
+			       med[op] / med[op - op % 2], lru_vs_map(med, op));
 		else
-			printf("%-30s %9.2f %8.2f\n", names[op], med[op], med[op] / base);
+			printf("%-36s %9.2f %8.2f\n", names[op], med[op], med[op] / base);
 	}
 	printf("cbf table %.1f MiB; tinylfu tables %.1f MiB; shifting stream: "
 	       "%llu frequency entries replaced\n", cbf_bytes / 1048576.0,
