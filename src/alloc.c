@@ -22,6 +22,15 @@
  * and allocations seen since the hook was last set. */
 static _Atomic unsigned long fail_countdown;
 static _Atomic unsigned long alloc_seen;
+/* Bytes asked of admit_table_alloc since admit_alloc_table_bytes() last
+ * read them: the tables are what grows with a configuration. */
+static _Atomic unsigned long long table_bytes;
+
+unsigned long long
+admit_alloc_table_bytes(void)
+{
+	return atomic_exchange(&table_bytes, 0);
+}
 
 unsigned long
 admit_alloc_fail_nth(unsigned long k)
@@ -116,6 +125,8 @@ admit_table_alloc(size_t size)
 
 	if (size == 0 || size > SIZE_MAX - align || injected_failure())
 		return NULL;
+	/* relaxed: a statistic for the tests; tables are made rarely. */
+	atomic_fetch_add_explicit(&table_bytes, size, memory_order_relaxed);
 #ifdef USE_JEMALLOC
 	/* jemalloc knows fresh extents are zero and does not touch them, so
 	 * the advice below still comes before the first fault. */

@@ -27,4 +27,12 @@ void  admit_table_free(void *p, size_t size);
  */
 unsigned long admit_alloc_fail_nth(unsigned long k);
 
+/*
+ * For tests (internal): bytes admit_table_alloc was asked for since the
+ * previous call (from start-up for the first; injected failures excluded).
+ * Every table whose size follows a parameter (filters, sketches, shards)
+ * is allocated there, so a test can bound what a configuration costs.
+ */
+unsigned long long admit_alloc_table_bytes(void);
+
 #endif /* ADMIT_ALLOC_H */

@@ -33,6 +33,9 @@
 #define DOOR_FPR 0.01
 #define GOLDEN 0x9e3779b97f4a7c15ull
 #define MAX_SAMPLE ((uint64_t)1 << 40)
+/* Keys the frequency store and the doorkeeper are sized for, per cache
+ * entry: W/2 at the default W of 10 x capacity (include/admit/tinylfu.h). */
+#define FREQ_PER_ENTRY 5u
 
 struct tlfu_stripe {
 	alignas(ADMIT_CACHELINE) _Atomic uint64_t records;
@@ -122,8 +125,17 @@ admit_tinylfu_new_config(const struct admit_tinylfu_config *cfg,
 	 * frequency store; every distinct key of a sample passes the doorkeeper,
 	 * but a sample of W records rarely holds more than W/2 distinct keys of
 	 * a cache-worthy workload, and a fuller doorkeeper only lets more
-	 * one-hit wonders through to the store. */
-	half = w / 2 < 64 ? 64 : w / 2;
+	 * one-hit wonders through to the store.  Both are sized for at most
+	 * FREQ_PER_ENTRY keys per cache entry, whatever W (W/2 at the default
+	 * W): a longer sample would otherwise buy memory without bound (a
+	 * sample of 100,000 x a cache of 131,072 entries asked for 11 GB).
+	 * Past that, a full store replaces the lowest count of a key's two
+	 * buckets (count()), so the keys it keeps are the frequent ones, which
+	 * are those a cache of that capacity competes for; Caffeine likewise
+	 * sizes its sketch from the cache's maximum size alone. */
+	half = w / 2 < FREQ_PER_ENTRY * cfg->cache_capacity
+	       ? w / 2 : FREQ_PER_ENTRY * cfg->cache_capacity;
+	half = half < 64 ? 64 : half;
 	cc.capacity = half < ADMIT_CUCKOO_MAX_CAPACITY ? half
 	                                               : ADMIT_CUCKOO_MAX_CAPACITY;
 	cc.counting = true;

@@ -2,9 +2,10 @@
  * Unit tests for admit_tinylfu, and for the frequency store's "replace the
  * lowest count when full" (cuckoo_increment_replacing in cuckoo.c): record
  * and estimate, aging every W records, admission, the defence against a
- * pinned victim, threads, and bad input.  Seeds are fixed.
+ * pinned victim, threads, bad input, and memory bounded by the cache
+ * whatever the sample.  Seeds are fixed.
  *
- * Links libadmit_core for cuckoo_internal.h.
+ * Links libadmit_core for cuckoo_internal.h and alloc.h.
  */
 #include <check.h>
 #include <pthread.h>
@@ -14,6 +15,7 @@
 #include <admit/cuckoo.h>
 #include <admit/tinylfu.h>
 
+#include "alloc.h"
 #include "cuckoo_internal.h"
 #include "testutil.h"
 
@@ -293,6 +295,51 @@ worker(void *arg)
 	return NULL;
 }
 
+/* The tables follow the cache, not the sample: a sample of any length up to
+ * the maximum allocates no more than the default one (10 x capacity), and
+ * that stays within the per-entry bound include/admit/tinylfu.h states.
+ * Measured as the bytes asked of the allocator (alloc.c's accounting), so a
+ * store sized from the sample fails here before it could exhaust memory. */
+#define BYTES_PER_ENTRY 36u          /* tinylfu.h: "at most 36 bytes ..." */
+#define FIXED_BYTES (264u * 1024)    /* "... plus 264 KiB" */
+
+static unsigned long long
+table_bytes_of(uint64_t capacity, uint64_t sample, size_t *memory)
+{
+	struct admit_tinylfu *t;
+	unsigned long long bytes;
+
+	admit_alloc_table_bytes();
+	t = make(capacity, sample, 0);
+	bytes = admit_alloc_table_bytes();
+	*memory = admit_tinylfu_memory(t);
+	admit_tinylfu_free(t);
+	return bytes;
+}
+
+START_TEST(test_memory_bound)
+{
+	static const uint64_t capacities[] = { 1, 1000, 131072 };
+	uint64_t capacity = capacities[_i];
+	uint64_t samples[] = { capacity, 20 * capacity, 100000 * capacity,
+	                       (uint64_t)1 << 40 };
+	size_t mem0, mem;
+	unsigned long long base = table_bytes_of(capacity, 0, &mem0);
+
+	ck_assert_uint_le(base, BYTES_PER_ENTRY * capacity + FIXED_BYTES);
+	ck_assert_uint_le(mem0, base);
+	for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++) {
+		unsigned long long b = table_bytes_of(capacity, samples[i], &mem);
+
+		ck_assert_msg(b <= base, "capacity %llu, sample %llu: %llu bytes, "
+		              "%llu at the default sample",
+		              (unsigned long long)capacity,
+		              (unsigned long long)samples[i], b, base);
+		ck_assert_uint_le(mem, mem0);
+	}
+}
+END_TEST
+
 START_TEST(test_threads)
 {
 	/* W = 10,000: the run ages about 20 times, while others record. */
@@ -332,6 +379,7 @@ main(void)
 	tcase_add_test(tc, test_admit);
 	tcase_add_test(tc, test_pinned_victim);
 	tcase_add_test(tc, test_replace_lowest);
+	tcase_add_loop_test(tc, test_memory_bound, 0, 3);
 	suite_add_tcase(s, tc);
 	tcase_add_test(thr, test_threads);
 	tcase_set_timeout(thr, 600);

@@ -12,14 +12,24 @@ library's doorkeeper is.  Where its hit ratios equal cache_sim's wtinylfu, a sho
 comes from the policy, not from the frequency store's approximation
 (doc/hit-ratio.md).
 
-    tools/wtinylfu_model.py [--sample-factor K] [--doorkeeper] SIZES TRACE
+--random-admit adds the library's random admission (include/admit/tinylfu.h:
+a candidate that ties or loses still wins with probability 1/128 when its
+estimate is 6 or more), drawn from Python's generator seeded with --seed;
+--seeds N then reports the median of N runs (seeds S, S+1, ...), as
+cache_sim --seeds does.  Without --random-admit the model has no randomness.
+
+    tools/wtinylfu_model.py [--sample-factor K] [--doorkeeper]
+                            [--random-admit [--seed S] [--seeds N]] SIZES TRACE
     e.g. tools/wtinylfu_model.py 1250,1500 ../shared/traces/gli.trace.gz
+    cache_sim --workload zigzag --write-trace z.lirs
+    tools/wtinylfu_model.py --doorkeeper --random-admit --seeds 5 250,500 z.lirs
 
 TRACE: ARC (.lis) or LIRS text, gzip or xz, as cache_sim reads them.
 """
 import argparse
 import gzip
 import lzma
+import random
 from collections import Counter, OrderedDict
 
 
@@ -41,7 +51,7 @@ def load(path):
     return keys
 
 
-def hit_ratio(keys, size, sample_factor, doorkeeper):
+def hit_ratio(keys, size, sample_factor, doorkeeper, rng=None):
     # The library's integer split of size into window, probation, protected.
     window_max = size - (size // 100 * 99 + size % 100 * 99 // 100)
     main = size - window_max
@@ -75,7 +85,9 @@ def hit_ratio(keys, size, sample_factor, doorkeeper):
                 if len(window) + len(probation) + len(protected) <= size:
                     continue
                 victim = next(iter(probation))
-                wins = freq[cand] + (cand in door) > freq[victim] + (victim in door)
+                ce = freq[cand] + (cand in door)
+                wins = ce > freq[victim] + (victim in door) or \
+                    (rng is not None and ce >= 6 and rng.getrandbits(7) == 0)
                 loser = victim if victim != cand and wins else cand
                 del probation[loser]
             continue
@@ -87,12 +99,23 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--sample-factor', type=int, default=10)
     ap.add_argument('--doorkeeper', action='store_true')
+    ap.add_argument('--random-admit', action='store_true')
+    ap.add_argument('--seed', type=int, default=42)
+    ap.add_argument('--seeds', type=int, default=1)
     ap.add_argument('sizes')
     ap.add_argument('trace')
     a = ap.parse_args()
     keys = load(a.trace)
     for size in map(int, a.sizes.split(',')):
-        print('%d %.2f' % (size, hit_ratio(keys, size, a.sample_factor, a.doorkeeper)))
+        if not a.random_admit:
+            r = hit_ratio(keys, size, a.sample_factor, a.doorkeeper)
+        else:
+            runs = sorted(hit_ratio(keys, size, a.sample_factor, a.doorkeeper,
+                                    random.Random(a.seed + i))
+                          for i in range(a.seeds))
+            # cache_sim's median: the middle run, the upper one of two.
+            r = runs[a.seeds // 2]
+        print('%d %.2f' % (size, r))
 
 
 if __name__ == '__main__':

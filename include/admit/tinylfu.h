@@ -11,6 +11,13 @@
  * entries that reach 0 are deleted and the doorkeeper is cleared, so the
  * frequencies follow a changing workload.
  *
+ * Memory is sized from the cache, not from the sample: the doorkeeper and the
+ * frequency store are made for W/2 keys but never more than 5 per cache
+ * entry (W/2 at the default W), at most 36 bytes per entry in all, plus up
+ * to 264 KiB of lock stripes and the instance, whatever sample_size says.  A
+ * longer sample does not grow them: once the store is full, a new key
+ * replaces the lowest count of its two buckets (admit_tinylfu_record()).
+ *
  * For callers that already hash their keys (an LRU that looks a key up, then
  * records it, then asks admit() about it): admit_tinylfu_hash() computes the
  * instance's 64-bit hash once, and the *_hash variants take it instead of the
@@ -44,7 +51,8 @@ struct admit_tinylfu;
  */
 struct admit_tinylfu_config {
 	uint64_t cache_capacity; /* entries of the cache it serves; required */
-	uint64_t sample_size;    /* W: records between agings; 0 = 10 x capacity */
+	uint64_t sample_size;    /* W: records between agings; 0 = 10 x capacity.
+	                            Does not size the tables (see above). */
 	uint64_t seed;           /* hash and random seed; 0 = random */
 	unsigned warm;           /* estimate from which a losing or tying
 	                            candidate may still win by chance; 0 = 6 */
@@ -155,7 +163,9 @@ bool admit_tinylfu_admit_hash(struct admit_tinylfu *t, uint64_t candidate,
 
 /*
  * admit_tinylfu_memory - bytes of the doorkeeper and frequency tables (the
- * instance itself adds about 1.5 KiB).  0 if t is NULL.
+ * instance itself adds about 1.5 KiB, the store's lock stripes up to
+ * 264 KiB); at most 36 x cache_capacity, whatever the sample size.  0 if t
+ * is NULL.
  *
  * Thread-safety: safe.
  */

@@ -6,7 +6,8 @@
  *             [--sizes N,N,...] [--format auto|text|arc|lirs|i32be|i64be]
  *             [--csv] [--plot FILE.png] [--threads N] [--shards N]
  *             [--window PERCENT] [--seed N] [--seeds N] [--sample-factor K]
- *             [--no-random-admit] [--workload NAME | TRACE]
+ *             [--no-random-admit] [--write-trace FILE]
+ *             [--workload NAME | TRACE]
  *
  * lru, tinylfu, wtinylfu and adaptive are real admit_lru caches (one shard
  * by default, so lru is exact global LRU); a request is a get, and a miss
@@ -23,7 +24,9 @@
  * small differences: --seeds N replays each with N seeds and reports the
  * median.  --sample-factor changes TinyLFU's aging period (also the
  * climber's sample) and --no-random-admit turns TinyLFU's random admission
- * off, to show what each costs.
+ * off, to show what each costs.  --write-trace writes the requests (of the
+ * TRACE or the workload) to FILE as a LIRS trace and replays nothing, so
+ * another simulator (tools/wtinylfu_model.py) can read the very same keys.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -74,7 +77,7 @@ struct options {
 	int nsizes;
 	enum trace_format format;
 	bool csv;
-	const char *plot, *trace;
+	const char *plot, *trace, *write_trace;
 	enum workload workload;
 	bool workload_set;
 	unsigned threads, shards, window, seeds;
@@ -91,7 +94,7 @@ usage(FILE *f)
 	        "                 [--format auto|text|arc|lirs|i32be|i64be] [--csv] [--plot FILE.png]\n"
 	        "                 [--threads N] [--shards N] [--window PERCENT] [--seed N]\n"
 	        "                 [--seeds N] [--sample-factor K] [--no-random-admit]\n"
-	        "                 [--workload NAME | TRACE]\n"
+	        "                 [--write-trace FILE] [--workload NAME | TRACE]\n"
 	        "Replays TRACE (gzip and xz read directly) through each policy at each cache\n"
 	        "size and prints the hit ratios (default policies: lru,tinylfu,wtinylfu,\n"
 	        "adaptive,opt).  arc, lirs, s3fifo, sieve, 2q and clock are simulated as\n"
@@ -110,7 +113,9 @@ usage(FILE *f)
 	        "median of N replays, with seeds S, S+1, ... (S = --seed, default 42).\n"
 	        "--sample-factor K ages TinyLFU, and moves adaptive's window, every K x size\n"
 	        "records (default 10); --no-random-admit turns off TinyLFU's random\n"
-	        "admission of warm candidates.\n");
+	        "admission of warm candidates.\n"
+	        "--write-trace FILE writes the requests, one signed decimal key a line (LIRS\n"
+	        "format, as cache_sim reads it back), to FILE and replays nothing.\n");
 }
 
 static bool
@@ -219,6 +224,8 @@ parse_args(int argc, char **argv, struct options *o)
 			}
 		} else if (!strcmp(a, "--plot")) {
 			o->plot = v;
+		} else if (!strcmp(a, "--write-trace")) {
+			o->write_trace = v;
 		} else if (!strcmp(a, "--workload")) {
 			o->workload = workload_parse(v);
 			o->workload_set = true;
@@ -430,6 +437,27 @@ plot(const struct options *o, const char *name, size_t n,
 	return 0;
 }
 
+/* The keys as signed decimals: the LIRS reader takes 64-bit signed
+ * integers, so every key, a text trace's hash included, reads back as
+ * itself. */
+static int
+write_trace(const char *path, const uint64_t *keys, size_t n)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		fprintf(stderr, "cache_sim: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%" PRId64 "\n", (int64_t)keys[i]);
+	if (ferror(f) | fclose(f)) {
+		fprintf(stderr, "cache_sim: %s: write failed\n", path);
+		return 1;
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -458,6 +486,11 @@ main(int argc, char **argv)
 			return 1;
 		}
 		name = workload_label(o.workload);
+	}
+	if (o.write_trace) {
+		rc = write_trace(o.write_trace, keys, n);
+		free(keys);
+		return rc;
 	}
 	/* The peers index their state by these numbers. */
 	if (peer_dense_ids(keys, n, &ids, &distinct) != 0) {
