@@ -245,7 +245,11 @@ grow(struct admit_chain *c, unsigned n)
 	pthread_rwlock_wrlock(&c->grow_lock);
 	if (atomic_load_explicit(&c->n, memory_order_relaxed) != n)
 		goto out; /* relaxed: n only changes under this lock */
-	if (n >= c->max_filters) {
+	/* A filter refuses a key with 8 copies in its two buckets at any load;
+	 * growing then would let one key repeated allocate filter after
+	 * filter.  A filter at least half full has earned its successor. */
+	if (n >= c->max_filters || admit_cuckoo_size(chain_at(c, n - 1)) <
+	    admit_cuckoo_slots(chain_at(c, n - 1)) / 2) {
 		st = ADMIT_FULL;
 		goto out;
 	}

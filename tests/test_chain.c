@@ -132,6 +132,26 @@ START_TEST(test_full)
 		ck_assert(admit_chain_contains(c, KEY(j)));
 	admit_chain_free(c);
 
+	/* One key over and over: 8 copies fill its two buckets; the chain may
+	 * grow while its newest filter is at least half full, then refuses. */
+	c = make(1000, 2, 0);
+	for (i = 0, st = ADMIT_OK; i < 10000 && st == ADMIT_OK; i++)
+		st = admit_chain_add(c, "same", 4);
+	ck_assert_int_eq(st, ADMIT_FULL);
+	ck_assert_uint_eq(i - 1, 8);
+	ck_assert_int_eq(admit_chain_info(c, &a), ADMIT_OK);
+	ck_assert_uint_eq(a.filters, 1);
+	ck_assert_int_eq(admit_chain_add(c, "other", 5), ADMIT_OK);
+	admit_chain_free(c);
+	c = make(4, 2, 0);
+	for (i = 0, st = ADMIT_OK; i < 10000 && st == ADMIT_OK; i++)
+		st = admit_chain_add(c, "same", 4);
+	ck_assert_int_eq(st, ADMIT_FULL);
+	ck_assert_int_eq(admit_chain_info(c, &a), ADMIT_OK);
+	ck_assert_uint_le(a.filters, 3);
+	ck_assert_uint_eq(a.items, i - 1);
+	admit_chain_free(c);
+
 	/* max_filters 1 never grows. */
 	c = make(10, 0, 1);
 	for (i = 0, st = ADMIT_OK; i < 1000 && st == ADMIT_OK; i++)

@@ -17,7 +17,11 @@
  * admit_chain_info() reports the bound for the chain as it stands.
  *
  * A key inserted twice is stored twice (a multiset, as admit_cuckoo), and a
- * delete removes one copy, from the newest filter that holds one.
+ * delete removes one copy, from the newest filter that holds one.  A filter
+ * holds at most 8 copies of a key (its two buckets), and the chain grows only
+ * when its newest filter is at least half full: adding one key over and over
+ * ends in ADMIT_FULL, not in a chain of ever larger filters, so memory stays
+ * proportional to the items held.
  *
  * Unless a function says otherwise it is thread-safe: any number of threads
  * may insert, delete and look up at once, and growth happens under their
@@ -105,8 +109,9 @@ void admit_chain_free(struct admit_chain *c);
  * admit_chain_add - add one copy of key to the newest filter, growing the
  * chain by one filter when the newest is full.
  *
- * Errors: ADMIT_FULL if the newest filter is full and the chain has
- * max_filters filters already (nothing changed); ADMIT_NOMEM if a new filter
+ * Errors: ADMIT_FULL if the newest filter has no room for key and the chain
+ * has max_filters filters already or the newest is less than half full
+ * (nothing changed); ADMIT_NOMEM if a new filter
  * cannot be allocated (nothing changed); ADMIT_EINVAL if c is NULL or key is
  * NULL with len > 0.
  *
