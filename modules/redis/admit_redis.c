@@ -161,25 +161,28 @@ arg_is(RedisModuleString *s, const char *word)
 	return len == strlen(word) && strncasecmp(p, word, len) == 0;
 }
 
-/* Open key for the command; *cf gets its filter or NULL when the key is
- * empty.  Returns NULL, having replied WRONGTYPE, for a key of another
- * type. */
-static RedisModuleKey *
-open_cf(RedisModuleCtx *ctx, RedisModuleString *name, int mode, struct cf **cf)
+/* Open key for the command: *key gets it (NULL for a missing key opened for
+ * reading: RedisModule_CloseKey takes NULL), *cf its filter or NULL when the
+ * key is empty.  Returns false, having replied WRONGTYPE, for a key of
+ * another type. */
+static bool
+open_cf(RedisModuleCtx *ctx, RedisModuleString *name, int mode,
+        RedisModuleKey **key, struct cf **cf)
 {
-	RedisModuleKey *key = RM_OpenKey(ctx, name, mode);
-	int t = RM_KeyType(key);
+	int t;
 
+	*key = RM_OpenKey(ctx, name, mode);
+	t = RM_KeyType(*key);
 	*cf = NULL;
 	if (t == RM_KEYTYPE_EMPTY)
-		return key;
-	if (t != RM_KEYTYPE_MODULE || RM_ModuleTypeGetType(key) != cf_type) {
-		RM_CloseKey(key);
+		return true;
+	if (t != RM_KEYTYPE_MODULE || RM_ModuleTypeGetType(*key) != cf_type) {
+		RM_CloseKey(*key);
 		RM_ReplyWithError(ctx, RM_WRONGTYPE);
-		return NULL;
+		return false;
 	}
-	*cf = RM_ModuleTypeGetValue(key);
-	return key;
+	*cf = RM_ModuleTypeGetValue(*key);
+	return true;
 }
 
 static bool
@@ -247,8 +250,7 @@ cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	(void)maxiter; /* accepted for compatibility: see the file comment */
 	if (capacity < bucket * 2)
 		return RM_ReplyWithError(ctx, "ERR Capacity must be at least (BucketSize * 2)");
-	key = open_cf(ctx, argv[1], RM_READ | RM_WRITE, &cf);
-	if (!key)
+	if (!open_cf(ctx, argv[1], RM_READ | RM_WRITE, &key, &cf))
 		return RM_OK;
 	if (RM_KeyType(key) != RM_KEYTYPE_EMPTY) {
 		RM_CloseKey(key);
@@ -279,8 +281,7 @@ add_common(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, bool nx)
 
 	if (argc != 3)
 		return RM_WrongArity(ctx);
-	key = open_cf(ctx, argv[1], RM_READ | RM_WRITE, &cf);
-	if (!key)
+	if (!open_cf(ctx, argv[1], RM_READ | RM_WRITE, &key, &cf))
 		return RM_OK;
 	if (!cf) {
 		created = true;
@@ -349,8 +350,7 @@ insert_common(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, bool nx)
 	}
 	if (++i >= argc)
 		return RM_WrongArity(ctx);
-	key = open_cf(ctx, argv[1], RM_READ | RM_WRITE, &cf);
-	if (!key)
+	if (!open_cf(ctx, argv[1], RM_READ | RM_WRITE, &key, &cf))
 		return RM_OK;
 	if (!cf) {
 		if (nocreate) {
@@ -406,8 +406,7 @@ cmd_exists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 
 	if (argc != 3)
 		return RM_WrongArity(ctx);
-	key = open_cf(ctx, argv[1], RM_READ, &cf);
-	if (!key)
+	if (!open_cf(ctx, argv[1], RM_READ, &key, &cf))
 		return RM_OK;
 	item = RM_StringPtrLen(argv[2], &len);
 	in = cf && admit_chain_contains(cf->chain, item, len);
@@ -423,8 +422,7 @@ cmd_mexists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 
 	if (argc < 3)
 		return RM_WrongArity(ctx);
-	key = open_cf(ctx, argv[1], RM_READ, &cf);
-	if (!key)
+	if (!open_cf(ctx, argv[1], RM_READ, &key, &cf))
 		return RM_OK;
 	RM_ReplyWithArray(ctx, argc - 2);
 	for (int i = 2; i < argc; i++) {
@@ -449,8 +447,7 @@ cmd_count(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 
 	if (argc != 3)
 		return RM_WrongArity(ctx);
-	key = open_cf(ctx, argv[1], RM_READ, &cf);
-	if (!key)
+	if (!open_cf(ctx, argv[1], RM_READ, &key, &cf))
 		return RM_OK;
 	item = RM_StringPtrLen(argv[2], &len);
 	if (cf)
@@ -470,8 +467,7 @@ cmd_del(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 
 	if (argc != 3)
 		return RM_WrongArity(ctx);
-	key = open_cf(ctx, argv[1], RM_READ | RM_WRITE, &cf);
-	if (!key)
+	if (!open_cf(ctx, argv[1], RM_READ | RM_WRITE, &key, &cf))
 		return RM_OK;
 	if (!cf) {
 		RM_CloseKey(key);
@@ -499,8 +495,7 @@ cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 
 	if (argc != 2)
 		return RM_WrongArity(ctx);
-	key = open_cf(ctx, argv[1], RM_READ, &cf);
-	if (!key)
+	if (!open_cf(ctx, argv[1], RM_READ, &key, &cf))
 		return RM_OK;
 	if (!cf) {
 		RM_CloseKey(key);
@@ -642,8 +637,7 @@ cmd_scandump(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 		return RM_WrongArity(ctx);
 	if (RM_StringToLongLong(argv[2], &it) != RM_OK || it < 0)
 		return RM_ReplyWithError(ctx, "ERR Invalid iterator");
-	key = open_cf(ctx, argv[1], RM_READ, &cf);
-	if (!key)
+	if (!open_cf(ctx, argv[1], RM_READ, &key, &cf))
 		return RM_OK;
 	if (!cf) {
 		RM_CloseKey(key);
@@ -689,8 +683,7 @@ cmd_loadchunk(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	if (len == 0 || len > CF_CHUNK || (unsigned long long)it < len)
 		return RM_ReplyWithError(ctx, ERR_CHUNK);
 	/* Refuse a key of another type before gathering anything. */
-	key = open_cf(ctx, argv[1], RM_READ, &cf);
-	if (!key)
+	if (!open_cf(ctx, argv[1], RM_READ, &key, &cf))
 		return RM_OK;
 	RM_CloseKey(key);
 
@@ -739,8 +732,7 @@ cmd_loadchunk(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	if (st != ADMIT_OK)
 		return st == ADMIT_NOMEM ? RM_ReplyWithError(ctx, ERR_NOMEM)
 		                         : RM_ReplyWithError(ctx, ERR_CHUNK);
-	key = open_cf(ctx, argv[1], RM_READ | RM_WRITE, &cf);
-	if (!key) {
+	if (!open_cf(ctx, argv[1], RM_READ | RM_WRITE, &key, &cf)) {
 		admit_chain_free(chain);
 		return RM_OK;
 	}
