@@ -316,7 +316,8 @@ parse_header(const unsigned char *hdr, uint64_t *total)
 	if ((flags & ~SNAP_FLAG_COUNTING) || (bits != 8 && bits != 16) ||
 	    ((flags & SNAP_FLAG_COUNTING) && bits != 16) ||
 	    stripes == 0 || stripes > ADMIT_CUCKOO_MAX_STRIPES ||
-	    (stripes & (stripes - 1)) || m != cuckoo_buckets_for(get64(hdr + 24)))
+	    (stripes & (stripes - 1)) || m < 2 ||
+	    m != cuckoo_buckets_for(get64(hdr + 24)))
 		return false;
 	*total = SNAP_HEADER + m * (bits / 2) + 8;
 	return true;
