@@ -4,6 +4,7 @@
  * and byte flip, and add_unique racing growth.
  */
 #include <check.h>
+#include <endian.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,6 +16,9 @@
 #include <admit/admit.h>
 
 #include "testutil.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #define SEED 0x5eedc4a1ull
 #define ABSENT (1ull << 40)
@@ -251,6 +255,19 @@ START_TEST(test_dump_restore)
 	for (size_t i = 0; i < len; i++) {
 		b[i] ^= 0x10;
 		ck_assert_int_eq(admit_chain_restore(b, len, &e), ADMIT_ECORRUPT);
+		b[i] ^= 0x10;
+	}
+	/* The same flips with the outer checksum fixed up, so the checks
+	 * behind it are reached: each filter's own checksum, the header's
+	 * ranges, each filter's capacity and seed against the chain's. */
+	for (size_t i = 0; i + 8 < len; i++) {
+		uint64_t sum;
+
+		b[i] ^= 0x10;
+		sum = htole64(XXH3_64bits(b, len - 8));
+		memcpy(b + len - 8, &sum, 8);
+		ck_assert_msg(admit_chain_restore(b, len, &e) == ADMIT_ECORRUPT,
+		              "flip at %zu accepted", i);
 		b[i] ^= 0x10;
 	}
 	ck_assert_ptr_eq(e, (struct admit_chain *)0x1);

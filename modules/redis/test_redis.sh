@@ -9,6 +9,10 @@ if [ -n "${SAN_CFLAGS:-}" ]; then
 	echo "SKIP: sanitizer build ($SAN_CFLAGS): redis-server cannot load it"
 	exit 77
 fi
+if nm -D --undefined-only "$mod" 2>/dev/null | grep -q '__[at]san_'; then
+	echo "SKIP: $mod is built with a sanitizer: redis-server cannot load it"
+	exit 77
+fi
 for t in redis-server redis-cli; do
 	if ! command -v $t >/dev/null 2>&1; then
 		echo "SKIP: $t not found (Debian: redis-server, redis-tools)"
