@@ -14,7 +14,7 @@
  *   only when its newest filter is at least half full, so adding one item
  *   over and over answers "Filter is full" instead of growing forever;
  * - without EXPANSION a new filter's expansion is 2 (RedisBloom's is 1,
- *   which with 32 filters would stop at 32 x capacity);
+ *   which with the 32 filters both allow stops at 32 x capacity);
  * - SCANDUMP chunks carry admit's chain format (checksummed); LOADCHUNK
  *   gathers them aside and replaces the key only when the last one arrived
  *   and the whole dump is verified.
@@ -40,7 +40,6 @@
 #define CF_DEFAULT_BUCKETSIZE 2
 #define CF_DEFAULT_MAXITER 20
 #define CF_MAX_BUCKETSIZE 255
-#define CF_MAX_MAXITER 65535
 /* admit's own defaults. */
 #define CF_DEFAULT_EXPANSION 2
 #define CF_REAL_BUCKETSIZE 4
@@ -50,13 +49,18 @@
 /* Unfinished LOADCHUNK sequences kept at once (the oldest is dropped). */
 #define CF_MAX_PENDING 16
 
-#define ERR_FULL "ERR Filter is full"
+/* RedisBloom's error replies, to the letter (some without an error code):
+ * clients may compare them. */
+#define ERR_FULL "Filter is full"
 #define ERR_NOTFOUND "ERR not found"
+#define ERR_DEL_NOTFOUND "Not found"
 #define ERR_EXISTS "ERR item exists"
-#define ERR_CAPACITY "ERR Bad capacity"
+#define ERR_CAPACITY "Bad capacity"
+#define ERR_MIN_CAPACITY "Capacity must be at least (BucketSize * 2)"
+#define ERR_POSITION "Invalid position"
+#define ERR_NOMEM "Memory allocation failure"
 #define ERR_CHUNK "ERR invalid chunk: truncated, altered or not an admit " \
 	"filter (nothing loaded)"
-#define ERR_NOMEM "ERR out of memory"
 
 #define RM_DEFINE(name, ret, args) ret(*RM_##name) args;
 RM_API_LIST(RM_DEFINE)
@@ -185,10 +189,23 @@ open_cf(RedisModuleCtx *ctx, RedisModuleString *name, int mode,
 	return true;
 }
 
+/* Capacity: parsed, at least 2 x the bucket size asked for (RedisBloom's
+ * rule), at most what a cuckoo filter takes.  Replies and returns false
+ * when it is not. */
 static bool
-valid_capacity(long long c)
+parse_capacity(RedisModuleCtx *ctx, RedisModuleString *s, long long bucket,
+               long long *out)
 {
-	return c > 0 && (uint64_t)c <= ADMIT_CUCKOO_MAX_CAPACITY;
+	if (RM_StringToLongLong(s, out) != RM_OK ||
+	    (*out > 0 && (uint64_t)*out > ADMIT_CUCKOO_MAX_CAPACITY)) {
+		RM_ReplyWithError(ctx, ERR_CAPACITY);
+		return false;
+	}
+	if (*out < bucket * 2) {
+		RM_ReplyWithError(ctx, ERR_MIN_CAPACITY);
+		return false;
+	}
+	return true;
 }
 
 static int
@@ -218,38 +235,39 @@ cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 
 	if (argc < 3 || argc % 2 == 0)
 		return RM_WrongArity(ctx);
-	if (RM_StringToLongLong(argv[2], &capacity) != RM_OK ||
-	    !valid_capacity(capacity))
-		return RM_ReplyWithError(ctx, ERR_CAPACITY);
 	for (int i = 3; i < argc; i += 2) {
 		long long v;
 		bool ok = RM_StringToLongLong(argv[i + 1], &v) == RM_OK;
 
 		if (arg_is(argv[i], "BUCKETSIZE")) {
 			if (!ok)
-				return RM_ReplyWithError(ctx, "ERR Couldn't parse BUCKETSIZE");
-			if (v <= 0 || v > CF_MAX_BUCKETSIZE)
-				return RM_ReplyWithError(ctx, "ERR BUCKETSIZE must be in the range [1, 255]");
+				return RM_ReplyWithError(ctx, "Couldn't parse BUCKETSIZE");
+			if (v <= 0)
+				return RM_ReplyWithError(ctx, "BUCKETSIZE parameter needs to be a positive integer");
+			if (v > CF_MAX_BUCKETSIZE)
+				return RM_ReplyWithError(ctx, "ERR BUCKETSIZE must be at most 255");
 			bucket = v;
 		} else if (arg_is(argv[i], "MAXITERATIONS")) {
 			if (!ok)
-				return RM_ReplyWithError(ctx, "ERR Couldn't parse MAXITERATIONS");
-			if (v <= 0 || v > CF_MAX_MAXITER)
-				return RM_ReplyWithError(ctx, "ERR MAXITERATIONS must be in the range [1, 65535]");
+				return RM_ReplyWithError(ctx, "Couldn't parse MAXITERATIONS");
+			if (v <= 0)
+				return RM_ReplyWithError(ctx, "MAXITERATIONS parameter needs to be a positive integer");
 			maxiter = v;
 		} else if (arg_is(argv[i], "EXPANSION")) {
 			if (!ok)
-				return RM_ReplyWithError(ctx, "ERR Couldn't parse EXPANSION");
-			if (v < 0 || v > ADMIT_CHAIN_MAX_EXPANSION)
-				return RM_ReplyWithError(ctx, "ERR EXPANSION must be in the range [0, 32768]");
+				return RM_ReplyWithError(ctx, "Couldn't parse EXPANSION");
+			if (v < 0)
+				return RM_ReplyWithError(ctx, "EXPANSION parameter needs to be a non-negative integer");
+			if (v > ADMIT_CHAIN_MAX_EXPANSION)
+				return RM_ReplyWithError(ctx, "ERR EXPANSION must be at most 32768");
 			expansion = v;
 		} else {
 			return RM_ReplyWithError(ctx, "ERR syntax error");
 		}
 	}
 	(void)maxiter; /* accepted for compatibility: see the file comment */
-	if (capacity < bucket * 2)
-		return RM_ReplyWithError(ctx, "ERR Capacity must be at least (BucketSize * 2)");
+	if (!parse_capacity(ctx, argv[2], bucket, &capacity))
+		return RM_OK;
 	if (!open_cf(ctx, argv[1], RM_READ | RM_WRITE, &key, &cf))
 		return RM_OK;
 	if (RM_KeyType(key) != RM_KEYTYPE_EMPTY) {
@@ -337,15 +355,15 @@ insert_common(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, bool nx)
 		if (arg_is(argv[i], "CAPACITY")) {
 			if (++i >= argc)
 				return RM_WrongArity(ctx);
-			if (RM_StringToLongLong(argv[i], &capacity) != RM_OK ||
-			    !valid_capacity(capacity))
-				return RM_ReplyWithError(ctx, ERR_CAPACITY);
+			if (!parse_capacity(ctx, argv[i], CF_DEFAULT_BUCKETSIZE,
+			                    &capacity))
+				return RM_OK;
 		} else if (arg_is(argv[i], "NOCREATE")) {
 			nocreate = true;
 		} else if (arg_is(argv[i], "ITEMS")) {
 			break;
 		} else {
-			return RM_ReplyWithError(ctx, "ERR syntax error");
+			return RM_ReplyWithError(ctx, "Unknown argument received");
 		}
 	}
 	if (++i >= argc)
@@ -471,7 +489,7 @@ cmd_del(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 		return RM_OK;
 	if (!cf) {
 		RM_CloseKey(key);
-		return RM_ReplyWithError(ctx, ERR_NOTFOUND);
+		return RM_ReplyWithError(ctx, ERR_DEL_NOTFOUND);
 	}
 	item = RM_StringPtrLen(argv[2], &len);
 	st = admit_chain_delete(cf->chain, item, len);
@@ -636,7 +654,7 @@ cmd_scandump(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	if (argc != 3)
 		return RM_WrongArity(ctx);
 	if (RM_StringToLongLong(argv[2], &it) != RM_OK || it < 0)
-		return RM_ReplyWithError(ctx, "ERR Invalid iterator");
+		return RM_ReplyWithError(ctx, ERR_POSITION);
 	if (!open_cf(ctx, argv[1], RM_READ, &key, &cf))
 		return RM_OK;
 	if (!cf) {
@@ -678,7 +696,7 @@ cmd_loadchunk(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	if (argc != 4)
 		return RM_WrongArity(ctx);
 	if (RM_StringToLongLong(argv[2], &it) != RM_OK || it <= 0)
-		return RM_ReplyWithError(ctx, "ERR Invalid iterator");
+		return RM_ReplyWithError(ctx, ERR_POSITION);
 	data = RM_StringPtrLen(argv[3], &len);
 	if (len == 0 || len > CF_CHUNK || (unsigned long long)it < len)
 		return RM_ReplyWithError(ctx, ERR_CHUNK);
