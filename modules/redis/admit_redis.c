@@ -741,22 +741,31 @@ cmd_loadchunk(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 		pending_drop(p);
 		return RM_ReplyWithError(ctx, ERR_CHUNK);
 	}
-	if (total != p->have) {
-		RM_ReplicateVerbatim(ctx);
+	/* Chunks before the last are not replicated (nor written to the AOF):
+	 * a replica that connects in the middle of a load would miss the
+	 * first ones.  The last one propagates them all, in one MULTI. */
+	if (total != p->have)
 		return RM_ReplyWithSimpleString(ctx, "OK");
-	}
 	st = admit_chain_restore(p->buf, p->have, &chain);
-	pending_drop(p);
-	if (st != ADMIT_OK)
+	if (st != ADMIT_OK) {
+		pending_drop(p);
 		return st == ADMIT_NOMEM ? RM_ReplyWithError(ctx, ERR_NOMEM)
 		                         : RM_ReplyWithError(ctx, ERR_CHUNK);
+	}
 	if (!open_cf(ctx, argv[1], RM_READ | RM_WRITE, &key, &cf)) {
+		pending_drop(p);
 		admit_chain_free(chain);
 		return RM_OK;
 	}
 	RM_ModuleTypeSetValue(key, cf_type, cf_wrap(chain));
 	RM_CloseKey(key);
-	RM_ReplicateVerbatim(ctx);
+	for (size_t off = 0; off < p->have; off += CF_CHUNK) {
+		size_t n = p->have - off < CF_CHUNK ? p->have - off : CF_CHUNK;
+
+		RM_Replicate(ctx, "CF.LOADCHUNK", "slb", argv[1],
+		             (long long)(off + n), (const char *)p->buf + off, n);
+	}
+	pending_drop(p);
 	return RM_ReplyWithSimpleString(ctx, "OK");
 }
 

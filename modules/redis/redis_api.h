@@ -85,6 +85,7 @@ struct rm_type_methods {
 	X(StringPtrLen, const char *, (const RedisModuleString *, size_t *)) \
 	X(StringToLongLong, int, (const RedisModuleString *, long long *)) \
 	X(ReplicateVerbatim, int, (RedisModuleCtx *)) \
+	X(Replicate, int, (RedisModuleCtx *, const char *, const char *, ...)) \
 	X(SaveUnsigned, void, (RedisModuleIO *, uint64_t)) \
 	X(LoadUnsigned, uint64_t, (RedisModuleIO *)) \
 	X(SaveStringBuffer, void, (RedisModuleIO *, const char *, size_t)) \

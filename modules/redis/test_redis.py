@@ -485,8 +485,20 @@ def test_replica():
     m.r.execute_command("CF.DEL", "rep", its[5])
     chunk = scandump(m.r, "rep3")[0]
     m.r.execute_command("CF.LOADCHUNK", "rep4", *chunk)
+    # A two-chunk load whose first chunk the replica never saw (it was
+    # sent before the replica existed): the last chunk carries them all.
+    m.r.execute_command("CF.RESERVE", "big", 10000000)
+    add_many(m.r, "big", its[:100])
+    chunks = scandump(m.r, "big")
+    m.r.delete("big")
+    rs.stop()
+    m.r.execute_command("CF.LOADCHUNK", "big5", *chunks[0])
+    rs.start()
     wait_sync(m.r, rs.r)
-    for k in ["rep", "rep2", "rep3", "rep4"]:
+    check(m.r.execute_command("CF.LOADCHUNK", "big5", *chunks[1]) == b"OK",
+          "second chunk")
+    wait_sync(m.r, rs.r)
+    for k in ["rep", "rep2", "rep3", "rep4", "big5"]:
         check(digest(rs.r, k) == digest(m.r, k), "replica digest " + k)
     check(info(rs.r, "rep") == info(m.r, "rep"), "replica info")
     check(rs.r.execute_command("CF.EXISTS", "rep", its[2999]) == 1, "replica")
