@@ -200,6 +200,19 @@ cuckoo_stripe(const struct admit_cuckoo *f, uint32_t bucket)
 	return &f->seq[bucket & f->stripe_mask];
 }
 
+/*
+ * The snapshot format (cuckoo_snapshot.c) in memory, for containers that
+ * keep filters in their own files (the chain, the Redis module).
+ * cuckoo_snapshot_len() is the encoded length; cuckoo_snapshot_encode()
+ * writes exactly that many bytes, checksum included, holding every stripe
+ * while it copies the table.  cuckoo_snapshot_decode() validates a buffer as
+ * admit_cuckoo_load() validates a file (ADMIT_ECORRUPT, ADMIT_NOMEM).
+ */
+size_t cuckoo_snapshot_len(const struct admit_cuckoo *f);
+void cuckoo_snapshot_encode(const struct admit_cuckoo *f, unsigned char *buf);
+enum admit_status cuckoo_snapshot_decode(const unsigned char *buf, size_t len,
+                                         struct admit_cuckoo **out);
+
 /* Take the stripes of two buckets: always the lower index first (the global
  * lock order), and a shared stripe only once. */
 void cuckoo_lock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b);

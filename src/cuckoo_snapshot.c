@@ -102,30 +102,21 @@ write_all(int fd, const void *buf, size_t n)
 	return true;
 }
 
-enum admit_status
-admit_cuckoo_save(const struct admit_cuckoo *cf, const char *path)
+size_t
+cuckoo_snapshot_len(const struct admit_cuckoo *f)
 {
-	/* Saving changes no slot, but it holds the stripes like a writer. */
-	struct admit_cuckoo *f = (struct admit_cuckoo *)cf;
-	size_t bb, body, len;
-	unsigned char *buf, *t, sum[8];
-	uint64_t items = 0;
-	char *tmp = NULL;
-	enum admit_status st = ADMIT_EIO;
-	bool created = false;
-	int fd = -1;
+	return SNAP_HEADER + (size_t)f->m * cuckoo_bucket_bytes(f) + 8;
+}
 
-	if (!f || !path)
-		return ADMIT_EINVAL;
-	bb = cuckoo_bucket_bytes(f);
-	body = (size_t)f->m * bb;
-	len = SNAP_HEADER + body;
-	buf = admit_malloc(len);
-	tmp = admit_malloc(strlen(path) + sizeof(".tmp.XXXXXX"));
-	if (!buf || !tmp) {
-		st = ADMIT_NOMEM;
-		goto out;
-	}
+void
+cuckoo_snapshot_encode(const struct admit_cuckoo *cf, unsigned char *buf)
+{
+	/* Encoding changes no slot, but it holds the stripes like a writer. */
+	struct admit_cuckoo *f = (struct admit_cuckoo *)cf;
+	size_t bb = cuckoo_bucket_bytes(f);
+	size_t len = SNAP_HEADER + (size_t)f->m * bb;
+	unsigned char *t;
+	uint64_t items = 0;
 
 	/* Every stripe held: no fingerprint is in flight between buckets, so
 	 * the copy is one instant of the table. */
@@ -152,7 +143,29 @@ admit_cuckoo_save(const struct admit_cuckoo *cf, const char *path)
 	put64(buf + 32, f->m);
 	put64(buf + 40, f->seed);
 	put64(buf + 48, items);
-	put64(sum, XXH3_64bits(buf, len));
+	put64(buf + len, XXH3_64bits(buf, len));
+}
+
+enum admit_status
+admit_cuckoo_save(const struct admit_cuckoo *f, const char *path)
+{
+	size_t len;
+	unsigned char *buf;
+	char *tmp = NULL;
+	enum admit_status st = ADMIT_EIO;
+	bool created = false;
+	int fd = -1;
+
+	if (!f || !path)
+		return ADMIT_EINVAL;
+	len = cuckoo_snapshot_len(f);
+	buf = admit_malloc(len);
+	tmp = admit_malloc(strlen(path) + sizeof(".tmp.XXXXXX"));
+	if (!buf || !tmp) {
+		st = ADMIT_NOMEM;
+		goto out;
+	}
+	cuckoo_snapshot_encode(f, buf);
 
 	/* Temporary file and rename: a crash leaves the old snapshot or the
 	 * new one under path, never a torn one. */
@@ -162,7 +175,7 @@ admit_cuckoo_save(const struct admit_cuckoo *cf, const char *path)
 	if (fd < 0)
 		goto out;
 	created = true;
-	if (!write_all(fd, buf, len) || !write_all(fd, sum, 8) || fsync(fd) != 0)
+	if (!write_all(fd, buf, len) || fsync(fd) != 0)
 		goto out;
 	if (close(fd) != 0) {
 		fd = -1;
@@ -284,4 +297,68 @@ out:
 	admit_cuckoo_free(f);
 	fclose(fp);
 	return st;
+}
+
+/* The header's parameters, validated; the same checks for a file and for
+ * memory.  *total gets the snapshot's length in bytes. */
+static bool
+parse_header(const unsigned char *hdr, uint64_t *total)
+{
+	uint32_t flags, bits, stripes;
+	uint64_t m;
+
+	if (memcmp(hdr, SNAP_MAGIC, 8) != 0 || get32(hdr + 8) != SNAP_VERSION)
+		return false;
+	flags = get32(hdr + 12);
+	bits = get32(hdr + 16);
+	stripes = get32(hdr + 20);
+	m = get64(hdr + 32);
+	if ((flags & ~SNAP_FLAG_COUNTING) || (bits != 8 && bits != 16) ||
+	    ((flags & SNAP_FLAG_COUNTING) && bits != 16) ||
+	    stripes == 0 || stripes > ADMIT_CUCKOO_MAX_STRIPES ||
+	    (stripes & (stripes - 1)) || m < 2 ||
+	    m != cuckoo_buckets_for(get64(hdr + 24)))
+		return false;
+	*total = SNAP_HEADER + m * (bits / 2) + 8;
+	return true;
+}
+
+enum admit_status
+cuckoo_snapshot_decode(const unsigned char *buf, size_t len,
+                       struct admit_cuckoo **out)
+{
+	struct admit_cuckoo *f = NULL;
+	enum admit_status st;
+	uint64_t total, m;
+	size_t bb;
+
+	if (len < SNAP_HEADER + 8 || !parse_header(buf, &total) || total != len)
+		return ADMIT_ECORRUPT;
+	/* The checksum first: nothing is allocated for an altered buffer. */
+	if (get64(buf + len - 8) != XXH3_64bits(buf, len - 8))
+		return ADMIT_ECORRUPT;
+	m = get64(buf + 32);
+	bb = get32(buf + 16) / 2;
+	st = cuckoo_create(get64(buf + 24), (uint32_t)m, get32(buf + 16),
+	                   get32(buf + 12) & SNAP_FLAG_COUNTING, get32(buf + 20),
+	                   get64(buf + 40), &f);
+	if (st != ADMIT_OK)
+		return st;
+	for (uint64_t i = 0; i < m; i++) {
+		const unsigned char *p = buf + SNAP_HEADER + i * bb;
+		uint64_t b = bb == 4 ? get32(p) : get64(p);
+
+		if (!check_bucket(f, (uint32_t)i, b)) {
+			admit_cuckoo_free(f);
+			return ADMIT_ECORRUPT;
+		}
+		/* Not yet shared: release is stronger than needed, and free. */
+		bucket_store(f, (uint32_t)i, b);
+	}
+	if (admit_cuckoo_size(f) != get64(buf + 48)) {
+		admit_cuckoo_free(f);
+		return ADMIT_ECORRUPT;
+	}
+	*out = f;
+	return ADMIT_OK;
 }

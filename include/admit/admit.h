@@ -6,6 +6,7 @@
 
 #include <admit/status.h>
 #include <admit/cuckoo.h>
+#include <admit/chain.h>
 #include <admit/cbf.h>
 #include <admit/tinylfu.h>
 #include <admit/lru.h>

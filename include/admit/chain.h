@@ -1,0 +1,241 @@
+/*
+ * admit/chain.h - a growable membership filter: a chain of cuckoo filters.
+ *
+ * A cuckoo filter has a fixed table: when it is full, an insert fails.  A
+ * chain starts with one admit_cuckoo filter and, when the newest one is full,
+ * adds another, each new one holding `expansion` times as many items as the
+ * one before (as scalable Bloom filters do).  A lookup asks every filter, so
+ * the chain's false-positive rate is at most the sum of its filters' rates.
+ *
+ * The bound.  Every filter of a chain stores 16-bit fingerprints, so each
+ * answers "present" for an absent key with probability at most 8 / 2^16
+ * (0.0122 %, admit/cuckoo.h), and a chain has at most
+ * ADMIT_CHAIN_MAX_FILTERS (32) filters: the whole chain's rate is at most
+ * filters x 8 / 2^16, below 0.39 % at any growth.  Growth is geometric
+ * (expansion >= 2) unless asked otherwise, so 32 filters reach the largest
+ * capacity a cuckoo filter takes long before the bound is reached;
+ * admit_chain_info() reports the bound for the chain as it stands.
+ *
+ * A key inserted twice is stored twice (a multiset, as admit_cuckoo), and a
+ * delete removes one copy, from the newest filter that holds one.  A filter
+ * holds at most 8 copies of a key (its two buckets), and the chain grows only
+ * when its newest filter is at least half full: adding one key over and over
+ * ends in ADMIT_FULL, not in a chain of ever larger filters, so memory stays
+ * proportional to the items held.
+ *
+ * Unless a function says otherwise it is thread-safe: any number of threads
+ * may insert, delete and look up at once, and growth happens under their
+ * feet (lookups take no lock; the filters of a chain are never freed before
+ * the chain).  admit_chain_new(), admit_chain_restore(), admit_chain_load()
+ * and admit_chain_free() are the exceptions.
+ */
+#ifndef ADMIT_CHAIN_H
+#define ADMIT_CHAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <admit/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct admit_chain;
+
+/* Most filters in one chain: this is what bounds the false-positive rate. */
+#define ADMIT_CHAIN_MAX_FILTERS 32u
+
+/* Largest expansion accepted (RedisBloom's documented range ends there). */
+#define ADMIT_CHAIN_MAX_EXPANSION 32768u
+
+/*
+ * Creation parameters.  Zero a struct and set what you need: every zero field
+ * means "default".
+ */
+struct admit_chain_config {
+	uint64_t capacity;    /* items the first filter holds; required, > 0
+	                         and at most ADMIT_CUCKOO_MAX_CAPACITY */
+	unsigned expansion;   /* each new filter holds expansion x the one
+	                         before; 0 = 2.  1 keeps every filter the size
+	                         of the first (then at most 32 x capacity) */
+	unsigned max_filters; /* 1 (never grow) to ADMIT_CHAIN_MAX_FILTERS;
+	                         0 = ADMIT_CHAIN_MAX_FILTERS */
+	unsigned stripes;     /* lock stripes per filter, as in
+	                         admit_cuckoo_config; 0 = the filter's default */
+	uint64_t seed;        /* hash seed of the chain; 0 = random.  Filter i
+	                         hashes with a seed derived from it and i, so
+	                         two chains with one seed fed the same keys in
+	                         the same order are identical */
+};
+
+/* What a chain is made of, as admit_chain_info() reports it. */
+struct admit_chain_info {
+	unsigned filters;     /* filters in the chain, >= 1 */
+	unsigned max_filters; /* as configured */
+	unsigned expansion;   /* as configured (0 resolved to 2) */
+	uint64_t capacity;    /* items the filters hold together */
+	uint64_t first_capacity; /* the first filter's capacity */
+	uint64_t items;       /* occupied slots over all filters */
+	uint64_t buckets;     /* buckets over all filters (4 slots each) */
+	size_t   memory;      /* bytes of the bucket tables */
+	double   fpr_bound;   /* filters x 8 / 2^16: the chain's false-positive
+	                         rate is at most this (a fraction, not %) */
+};
+
+/*
+ * admit_chain_new - create a chain of one empty filter.
+ *
+ * Errors: ADMIT_EINVAL if cfg or out is NULL, the capacity is 0 or above
+ * ADMIT_CUCKOO_MAX_CAPACITY, expansion is above ADMIT_CHAIN_MAX_EXPANSION,
+ * max_filters is above ADMIT_CHAIN_MAX_FILTERS, or stripes is not a power of
+ * two up to ADMIT_CUCKOO_MAX_STRIPES; ADMIT_NOMEM.  On error *out is left
+ * untouched.
+ *
+ * Thread-safety: safe (each call makes a new, independent chain).
+ */
+enum admit_status admit_chain_new(const struct admit_chain_config *cfg,
+                                  struct admit_chain **out);
+
+/*
+ * admit_chain_free - release a chain and all its filters.  NULL is a no-op.
+ *
+ * Thread-safety: NOT thread-safe with any other call on the same chain.
+ */
+void admit_chain_free(struct admit_chain *c);
+
+/*
+ * admit_chain_add - add one copy of key to the newest filter, growing the
+ * chain by one filter when the newest is full.
+ *
+ * Errors: ADMIT_FULL if the newest filter has no room for key and the chain
+ * has max_filters filters already or the newest is less than half full
+ * (nothing changed); ADMIT_NOMEM if a new filter
+ * cannot be allocated (nothing changed); ADMIT_EINVAL if c is NULL or key is
+ * NULL with len > 0.
+ *
+ * Thread-safety: safe.
+ */
+enum admit_status admit_chain_add(struct admit_chain *c, const void *key,
+                                  size_t len);
+
+/*
+ * admit_chain_add_unique - add key unless some filter of the chain already
+ * answers present for it (the false-positive case included).  The check and
+ * the insertion are one atomic step against other add_unique calls: when
+ * many threads add one key at once, exactly one gets ADMIT_OK.
+ *
+ * Errors: ADMIT_EXISTS if present (nothing changed); otherwise as
+ * admit_chain_add().
+ *
+ * Thread-safety: safe; it excludes growth while it runs (a shared lock that
+ * only growth takes exclusively).
+ */
+enum admit_status admit_chain_add_unique(struct admit_chain *c,
+                                         const void *key, size_t len);
+
+/*
+ * admit_chain_contains - true if key may be present in some filter.  No
+ * false negative for a key added and not deleted before the call began; a
+ * false positive with probability at most info.fpr_bound.  False if c is
+ * NULL or key is NULL with len > 0.
+ *
+ * Thread-safety: safe; optimistic like admit_cuckoo_contains(), no lock.
+ */
+bool admit_chain_contains(const struct admit_chain *c, const void *key,
+                          size_t len);
+
+/*
+ * admit_chain_delete - remove one copy of key, from the newest filter that
+ * holds a matching fingerprint.  As with admit_cuckoo_delete(), deleting a
+ * key never added may remove another key's copy: delete only what you added.
+ *
+ * Errors: ADMIT_NOTFOUND if no filter holds it (nothing changed);
+ * ADMIT_EINVAL as for admit_chain_add().
+ *
+ * Thread-safety: safe.
+ */
+enum admit_status admit_chain_delete(struct admit_chain *c, const void *key,
+                                     size_t len);
+
+/*
+ * admit_chain_count - copies of key stored over all filters (each filter
+ * counts up to 8; false positives may add to it).  0 on bad input.
+ *
+ * Thread-safety: safe; no lock.
+ */
+uint64_t admit_chain_count(const struct admit_chain *c, const void *key,
+                           size_t len);
+
+/*
+ * admit_chain_info - describe the chain in *out.
+ *
+ * Errors: ADMIT_EINVAL if c or out is NULL.
+ *
+ * Thread-safety: safe; exact when no writer runs, a moment's values
+ * otherwise.
+ */
+enum admit_status admit_chain_info(const struct admit_chain *c,
+                                   struct admit_chain_info *out);
+
+/*
+ * admit_chain_dump - encode the whole chain into a new buffer.
+ *
+ * The buffer holds a magic, a format version, the chain's parameters, each
+ * filter in admit_cuckoo_save()'s snapshot format (each with its own XXH3
+ * checksum), and an XXH3 checksum of everything before it; integers are
+ * little-endian.  *buf is allocated with malloc(): release it with free().
+ * Each filter is copied at one instant (its stripes held); filters added to
+ * or grown during the dump may be a moment apart.
+ *
+ * Errors: ADMIT_EINVAL if c, buf or len is NULL; ADMIT_NOMEM.  On error *buf
+ * and *len are left untouched.
+ *
+ * Thread-safety: safe.
+ */
+enum admit_status admit_chain_dump(const struct admit_chain *c, void **buf,
+                                   size_t *len);
+
+/*
+ * admit_chain_restore - create a chain from len bytes written by
+ * admit_chain_dump().  Everything is validated (magic, version, parameters,
+ * every filter's snapshot and checksum, the outer checksum, the exact
+ * length) before a chain is returned.
+ *
+ * Errors: ADMIT_EINVAL if buf is NULL with len > 0 or out is NULL;
+ * ADMIT_ECORRUPT if the bytes are truncated, altered or not a chain;
+ * ADMIT_NOMEM.  On error *out is left untouched.
+ *
+ * Thread-safety: safe.
+ */
+enum admit_status admit_chain_restore(const void *buf, size_t len,
+                                      struct admit_chain **out);
+
+/*
+ * admit_chain_save - admit_chain_dump() into a file, written beside path and
+ * renamed into place (a crash never leaves a torn file under path).
+ *
+ * Errors: ADMIT_EINVAL if c or path is NULL; ADMIT_NOMEM; ADMIT_EIO.
+ *
+ * Thread-safety: safe.
+ */
+enum admit_status admit_chain_save(const struct admit_chain *c,
+                                   const char *path);
+
+/*
+ * admit_chain_load - admit_chain_restore() from a file written by
+ * admit_chain_save().
+ *
+ * Errors: ADMIT_EINVAL if path or out is NULL; ADMIT_EIO if it cannot be
+ * read; ADMIT_ECORRUPT; ADMIT_NOMEM.  On error *out is left untouched.
+ *
+ * Thread-safety: safe.
+ */
+enum admit_status admit_chain_load(const char *path, struct admit_chain **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ADMIT_CHAIN_H */

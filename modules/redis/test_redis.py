@@ -1,0 +1,592 @@
+#!/usr/bin/python3
+"""admit_redis.so against a real redis-server: every CF.* command, reply and
+error; persistence (DEBUG RELOAD, RDB and AOF restarts, a corrupt RDB); a
+replica; a three-node cluster; hostile input.  Usage: test_redis.py MODULE.
+
+Each server runs on a free loopback port in its own temporary directory and
+is stopped (by its own pid) when the test ends, whatever happens."""
+
+import atexit
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import redis
+from redis.exceptions import ResponseError
+
+MODULE = os.path.abspath(sys.argv[1])
+PROCS = []
+TOP = tempfile.mkdtemp(prefix="admit_redis_test.")
+
+
+def cleanup():
+    for p in PROCS:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    shutil.rmtree(TOP, ignore_errors=True)
+
+
+atexit.register(cleanup)
+
+
+def free_port():
+    # A port the kernel just gave out and we released: free unless raced;
+    # the cluster bus needs port + 10000 too.
+    while True:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        if port + 10000 < 65536:
+            return port
+
+
+class Server:
+    def __init__(self, name, *extra, port=None, directory=None):
+        self.dir = directory or os.path.join(TOP, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.port = port or free_port()
+        self.extra = list(extra)
+        self.start()
+
+    def start(self, expect_fail=False):
+        args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+                "--dir", self.dir, "--save", "", "--appendonly", "no",
+                "--enable-debug-command", "yes", "--loglevel", "notice",
+                "--logfile", os.path.join(self.dir, "log"),
+                "--loadmodule", MODULE] + self.extra
+        # stdout: redis-check-rdb's report when a load fails, too long.
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL)
+        PROCS.append(self.proc)
+        self.r = redis.Redis(port=self.port, socket_timeout=5)
+        for _ in range(200):
+            if self.proc.poll() is not None:
+                if expect_fail:
+                    return False
+                raise AssertionError("redis-server exited: " + self.log())
+            try:
+                if self.r.ping():
+                    if expect_fail:
+                        raise AssertionError("server started, expected not")
+                    return True
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        raise AssertionError("redis-server did not answer")
+
+    def stop(self, save=False):
+        try:
+            self.r.shutdown(save=save, nosave=not save)
+        except redis.ConnectionError:
+            pass
+        self.proc.wait(10)
+
+    def log(self):
+        try:
+            with open(os.path.join(self.dir, "log")) as f:
+                return f.read()[-2000:]
+        except OSError:
+            return ""
+
+
+checks = 0
+
+
+def check(cond, what):
+    global checks
+    checks += 1
+    if not cond:
+        raise AssertionError(what)
+
+
+def error(r, *cmd):
+    """The error message of a command that must fail."""
+    try:
+        got = r.execute_command(*cmd)
+    except ResponseError as e:
+        return str(e)
+    raise AssertionError("%r answered %r, expected an error" % (cmd, got))
+
+
+def digest(r, key):
+    return r.execute_command("DEBUG", "DIGEST-VALUE", key)[0]
+
+
+def items(prefix, n):
+    return ["%s:%d" % (prefix, i) for i in range(n)]
+
+
+def add_many(r, key, its, cmd="CF.ADD"):
+    p = r.pipeline(transaction=False)
+    for it in its:
+        p.execute_command(cmd, key, it)
+    return p.execute(raise_on_error=False)
+
+
+def exists_many(r, key, its):
+    out = []
+    for i in range(0, len(its), 1000):
+        out += r.execute_command("CF.MEXISTS", key, *its[i:i + 1000])
+    return out
+
+
+def info(r, key):
+    raw = r.execute_command("CF.INFO", key)
+    return {raw[i].decode() if isinstance(raw[i], bytes) else raw[i]: raw[i + 1]
+            for i in range(0, len(raw), 2)}
+
+
+def scandump(r, key):
+    chunks, it = [], 0
+    while True:
+        it, data = r.execute_command("CF.SCANDUMP", key, it)
+        if it == 0:
+            return chunks
+        chunks.append((it, data))
+
+
+def test_commands(s):
+    r = s.r
+    check(r.execute_command("CF.RESERVE", "f", 1000) == b"OK", "reserve")
+    check(r.execute_command("CF.ADD", "f", "a") == 1, "add")
+    check(r.execute_command("CF.ADD", "f", "a") == 1, "add twice")
+    check(r.execute_command("CF.COUNT", "f", "a") == 2, "count 2")
+    check(r.execute_command("CF.ADDNX", "f", "a") == 0, "addnx present")
+    check(r.execute_command("CF.ADDNX", "f", "b") == 1, "addnx absent")
+    check(r.execute_command("CF.EXISTS", "f", "a") == 1, "exists")
+    check(r.execute_command("CF.EXISTS", "f", "zz") == 0, "exists absent")
+    check(r.execute_command("CF.EXISTS", "nokey", "a") == 0, "exists no key")
+    check(r.execute_command("CF.MEXISTS", "f", "a", "zz", "b") == [1, 0, 1],
+          "mexists")
+    check(r.execute_command("CF.MEXISTS", "nokey", "a") == [0], "mexists no key")
+    check(r.execute_command("CF.COUNT", "nokey", "a") == 0, "count no key")
+    check(r.execute_command("CF.DEL", "f", "a") == 1, "del")
+    check(r.execute_command("CF.COUNT", "f", "a") == 1, "count after del")
+    check(r.execute_command("CF.DEL", "f", "a") == 1, "del 2")
+    check(r.execute_command("CF.DEL", "f", "a") == 0, "del absent")
+    check(r.execute_command("CF.EXISTS", "f", "a") == 0, "gone after del")
+    check(r.execute_command("CF.EXISTS", "f", "b") == 1, "b kept")
+    inf = info(r, "f")
+    check(inf["Number of items inserted"] == 1, "info items %r" % inf)
+    check(inf["Number of items deleted"] == 2, "info deleted")
+    check(inf["Number of filters"] == 1, "info filters")
+    check(inf["Bucket size"] == 4, "info bucket size")
+    check(inf["Expansion rate"] == 2, "info expansion")
+    check(inf["Capacity"] == 1000, "info capacity")
+    check(inf["Max filters"] == 32, "info max filters")
+    check(abs(float(inf["Error rate bound"]) - 8 / 65536) < 1e-9, "info bound")
+    check(inf["Number of buckets"] * 4 * 0.95 >= 1000, "buckets")
+    check(inf["Size"] == inf["Number of buckets"] * 8, "size")
+    # Options, in any order and case.
+    check(r.execute_command("CF.RESERVE", "g", 100, "expansion", 4,
+                            "BUCKETSIZE", 3, "MaxIterations", 50) == b"OK",
+          "reserve with options")
+    check(info(r, "g")["Expansion rate"] == 4, "expansion kept")
+    check(r.execute_command("CF.RESERVE", "g0", 100, "EXPANSION", 0) == b"OK",
+          "expansion 0")
+    check(info(r, "g0")["Expansion rate"] == 0, "expansion 0 reported")
+    check(info(r, "g0")["Max filters"] == 1, "expansion 0: one filter")
+    # Missing keys are created with RedisBloom's default capacity.
+    check(r.execute_command("CF.ADD", "auto", "x") == 1, "add creates")
+    check(info(r, "auto")["Capacity"] == 1024, "default capacity")
+    check(r.execute_command("CF.ADDNX", "auto2", "x") == 1, "addnx creates")
+    check(r.execute_command("CF.INSERT", "ins", "ITEMS", "x", "y", "x") ==
+          [1, 1, 1], "insert")
+    check(info(r, "ins")["Capacity"] == 1024, "insert default capacity")
+    check(r.execute_command("CF.INSERTNX", "ins", "ITEMS", "x", "z", "z") ==
+          [0, 1, 0], "insertnx")
+    check(r.execute_command("CF.INSERT", "ins2", "CAPACITY", 5000, "ITEMS",
+                            "a") == [1], "insert capacity")
+    check(info(r, "ins2")["Capacity"] == 5000, "insert capacity kept")
+    check(r.execute_command("CF.INSERT", "ins2", "NOCREATE", "ITEMS", "b") ==
+          [1], "insert nocreate existing")
+    check(r.execute_command("CF.INSERTNX", "ins2", "CAPACITY", 7, "NOCREATE",
+                            "ITEMS", "b") == [0], "insertnx existing")
+    check(r.type("f") == b"admit-ckf", "type name")
+    check(r.memory_usage("f") >= inf["Size"], "memory usage")
+    # Empty items are items.
+    check(r.execute_command("CF.ADD", "f", "") == 1, "empty item")
+    check(r.execute_command("CF.EXISTS", "f", "") == 1, "empty item exists")
+    check(r.execute_command("CF.DEL", "f", "") == 1, "empty item del")
+    # A long item.
+    big = "x" * 1000000
+    check(r.execute_command("CF.ADD", "f", big) == 1, "long item")
+    check(r.execute_command("CF.EXISTS", "f", big) == 1, "long item exists")
+
+
+def test_errors(s):
+    r = s.r
+    r.set("str", "v")
+    r.execute_command("CF.RESERVE", "e", 100)
+    r.execute_command("CF.ADD", "e", "a")
+    before = (r.dbsize(), digest(r, "e"), r.get("str"))
+    arity = [("CF.RESERVE",), ("CF.RESERVE", "e"), ("CF.RESERVE", "n", 10, "EXPANSION"),
+             ("CF.ADD", "e"), ("CF.ADD", "e", "a", "b"), ("CF.ADDNX", "e"),
+             ("CF.INSERT", "e"), ("CF.INSERT", "e", "ITEMS"),
+             ("CF.INSERT", "n", "CAPACITY"), ("CF.INSERTNX", "e", "ITEMS"),
+             ("CF.EXISTS", "e"), ("CF.EXISTS", "e", "a", "b"),
+             ("CF.MEXISTS", "e"), ("CF.DEL", "e"), ("CF.DEL", "e", "a", "b"),
+             ("CF.COUNT", "e"), ("CF.INFO",), ("CF.INFO", "e", "x"),
+             ("CF.SCANDUMP", "e"), ("CF.LOADCHUNK", "e", 1)]
+    for cmd in arity:
+        m = error(r, *cmd)
+        check("wrong number of arguments" in m, "%r: %s" % (cmd, m))
+    for cmd in [("CF.RESERVE", "str", 100), ("CF.ADD", "str", "a"),
+                ("CF.ADDNX", "str", "a"), ("CF.INSERT", "str", "ITEMS", "a"),
+                ("CF.INSERTNX", "str", "ITEMS", "a"), ("CF.EXISTS", "str", "a"),
+                ("CF.MEXISTS", "str", "a"), ("CF.DEL", "str", "a"),
+                ("CF.COUNT", "str", "a"), ("CF.INFO", "str"),
+                ("CF.SCANDUMP", "str", 0), ("CF.LOADCHUNK", "str", 1, "x")]:
+        m = error(r, *cmd)
+        check(m.startswith("WRONGTYPE"), "%r: %s" % (cmd, m))
+    small = "Capacity must be at least (BucketSize * 2)"
+    for cap, want in [(0, small), (-1, small), (1, small), (3, small),
+                      (-2 ** 63, small), (2 ** 63, "Bad capacity"),
+                      (2 ** 63 - 1, "Bad capacity"), (2 ** 64, "Bad capacity"),
+                      ("abc", "Bad capacity"), ("1.5", "Bad capacity"),
+                      ("", "Bad capacity")]:
+        m = error(r, "CF.RESERVE", "n", cap)
+        check(m == want, "capacity %r: %s" % (cap, m))
+        m = error(r, "CF.INSERT", "n", "CAPACITY", cap, "ITEMS", "a")
+        check(m == want, "insert capacity %r: %s" % (cap, m))
+    check(r.execute_command("CF.RESERVE", "two", 2, "BUCKETSIZE", 1) == b"OK",
+          "capacity 2, bucket size 1")
+    check(r.execute_command("CF.RESERVE", "mi", 100, "MAXITERATIONS",
+                            2 ** 40) == b"OK", "any positive MAXITERATIONS")
+    for opt, bad in [("BUCKETSIZE", 0), ("BUCKETSIZE", 256), ("BUCKETSIZE", "x"),
+                     ("MAXITERATIONS", 0), ("MAXITERATIONS", -5),
+                     ("MAXITERATIONS", "x"), ("EXPANSION", -1),
+                     ("EXPANSION", 32769), ("EXPANSION", "x")]:
+        m = error(r, "CF.RESERVE", "n", 1000, opt, bad)
+        check(opt in m, "%s %r: %s" % (opt, bad, m))
+    check(error(r, "CF.RESERVE", "n", 1000, "COLOR", 1) == "syntax error",
+          "unknown option")
+    check(error(r, "CF.INSERT", "n", "BOGUS", "ITEMS", "a") ==
+          "Unknown argument received",
+          "insert unknown option")
+    check(error(r, "CF.RESERVE", "e", 100) == "item exists", "reserve exists")
+    check(error(r, "CF.DEL", "n", "a") == "Not found", "del no key")
+    for cmd in [("CF.INFO", "n"), ("CF.SCANDUMP", "n", 0),
+                ("CF.INSERT", "n", "NOCREATE", "ITEMS", "a"),
+                ("CF.INSERTNX", "n", "NOCREATE", "ITEMS", "a")]:
+        check(error(r, *cmd) == "not found", "%r" % (cmd,))
+    for cmd in [("CF.SCANDUMP", "e", -1), ("CF.SCANDUMP", "e", "x"),
+                ("CF.LOADCHUNK", "n", 0, "x"), ("CF.LOADCHUNK", "n", "x", "x")]:
+        check(error(r, *cmd) == "Invalid position", "%r" % (cmd,))
+    after = (r.dbsize() - 2, digest(r, "e"), r.get("str"))  # "two", "mi"
+    check(after == before, "errors changed nothing: %r %r" % (before, after))
+    check(not r.exists("n"), "no key made by a refused command")
+
+
+def test_growth(s):
+    r = s.r
+    for exp, minf in [(None, 5), (1, 20)]:
+        key = "grow%s" % exp
+        args = ["CF.RESERVE", key, 1000] + (["EXPANSION", exp] if exp else [])
+        r.execute_command(*args)
+        present = items(key, 20000)
+        check(all(x == 1 for x in add_many(r, key, present)), "grow adds")
+        check(all(exists_many(r, key, present)), "no false negative")
+        absent = items("absent" + key, 100000)
+        fp = sum(exists_many(r, key, absent))
+        inf = info(r, key)
+        bound = float(inf["Error rate bound"])
+        check(inf["Number of filters"] >= minf, "filters %r" % inf)
+        check(inf["Number of items inserted"] == 20000, "items")
+        check(bound < 0.01, "bound below 1 %")
+        # A bound on the expected rate: allow four standard deviations.
+        check(fp <= bound * 1e5 + 4 * (bound * 1e5) ** 0.5,
+              "fpr %g above %g" % (fp / 1e5, bound))
+        print("growth: reserve 1000, EXPANSION %s, 20000 added: %d filters, "
+              "false positives %d / 100000 (%.4f %%), bound %.4f %%"
+              % (exp or "default(2)", inf["Number of filters"], fp,
+                 fp / 1000.0, bound * 100))
+    # One item again and again: refused once its buckets are full, no
+    # chain of ever larger filters.
+    r.execute_command("CF.RESERVE", "same", 1000)
+    res = add_many(r, "same", ["x"] * 100)
+    ok = sum(1 for x in res if x == 1)
+    errs = [x for x in res if isinstance(x, ResponseError)]
+    check(ok == 8 and len(errs) == 92 and str(errs[0]) == "Filter is full",
+          "same item: %d ok" % ok)
+    check(info(r, "same")["Number of filters"] == 1, "same item: no growth")
+    # A one-filter chain (EXPANSION 0) fills up.
+    r.execute_command("CF.RESERVE", "fixed", 100, "EXPANSION", 0)
+    res = add_many(r, "fixed", items("fx", 300))
+    check(any(isinstance(x, ResponseError) for x in res), "fixed fills")
+    res = r.execute_command("CF.INSERT", "fixed", "ITEMS", *items("fy", 50))
+    check(-1 in res, "insert into full answers -1")
+    check(info(r, "fixed")["Number of filters"] == 1, "fixed stays one")
+
+
+def test_reload(s):
+    r = s.r
+    r.execute_command("CF.RESERVE", "rl", 500, "EXPANSION", 2)
+    its = items("rl", 3000)
+    add_many(r, "rl", its)
+    r.execute_command("CF.DEL", "rl", its[0])
+    d, inf = digest(r, "rl"), info(r, "rl")
+    check(r.execute_command("DEBUG", "RELOAD") == b"OK", "debug reload")
+    check(digest(r, "rl") == d, "digest after reload")
+    check(info(r, "rl") == inf, "info after reload")
+    check(all(exists_many(r, "rl", its[1:])), "items after reload")
+
+
+def test_scandump(s):
+    r = s.r
+    r.execute_command("CF.RESERVE", "sd", 200, "EXPANSION", 2)
+    add_many(r, "sd", items("sd", 1000))
+    chunks = scandump(r, "sd")
+    check(len(chunks) == 1, "one chunk")
+    it, data = chunks[0]
+    check(it == len(data), "iterator is the end offset")
+    check(data[:8] == b"ADMITCHN", "admit's format")
+    check(r.execute_command("CF.LOADCHUNK", "sd2", it, data) == b"OK", "load")
+    check(digest(r, "sd2") == digest(r, "sd"), "loaded equal")
+    check(all(exists_many(r, "sd2", items("sd", 1000))), "loaded answers")
+    # Loading over an existing filter replaces it.
+    r.execute_command("CF.ADD", "sd3", "other")
+    check(r.execute_command("CF.LOADCHUNK", "sd3", it, data) == b"OK", "replace")
+    check(digest(r, "sd3") == digest(r, "sd"), "replaced equal")
+    # Every truncation, with its iterator or the truncated length: refused.
+    keep = digest(r, "sd3")
+    for n in range(len(data)):
+        for i in {it, n} - {0}:
+            m = error(r, "CF.LOADCHUNK", "bad", i, data[:n])
+            check(m.startswith("invalid chunk"), "truncated %d: %s" % (n, m))
+            m = error(r, "CF.LOADCHUNK", "sd3", i, data[:n])
+    # Every byte flipped (and a few bit patterns at some bytes).
+    for k in range(len(data)):
+        b = bytearray(data)
+        b[k] ^= 0x01 if k % 3 else 0x80
+        m = error(r, "CF.LOADCHUNK", "bad", it, bytes(b))
+        check(m.startswith("invalid chunk"), "flip at %d: %s" % (k, m))
+    # Foreign chunks: random bytes, another format's magic, an empty one.
+    rnd = random.Random(7)
+    for blob in [bytes(rnd.getrandbits(8) for _ in range(len(data))),
+                 b"ADMITCKF" + data[8:], b"\x00" * 100, b"x"]:
+        m = error(r, "CF.LOADCHUNK", "bad", len(blob), blob)
+        check(m.startswith("invalid chunk"), "foreign: %s" % m)
+    check("invalid chunk" in error(r, "CF.LOADCHUNK", "bad", 5, ""), "empty")
+    check(not r.exists("bad"), "nothing half-loaded")
+    check(digest(r, "sd3") == keep, "existing key untouched by refused chunks")
+    check(r.ping(), "alive")
+
+
+def test_scandump_chunks(s):
+    """A dump of more than one 16 MiB chunk: a chunk out of order or cut
+    refuses the load, in order it loads."""
+    r = s.r
+    r.execute_command("CF.RESERVE", "big", 10000000)
+    add_many(r, "big", items("big", 2000))
+    chunks = scandump(r, "big")
+    check(len(chunks) == 2, "two chunks: %d" % len(chunks))
+    check(error(r, "CF.LOADCHUNK", "big2", *chunks[1]).startswith("invalid"),
+          "second chunk first")
+    check(r.execute_command("CF.LOADCHUNK", "big2", *chunks[0]) == b"OK", "c1")
+    check(not r.exists("big2"), "not visible before the last chunk")
+    it, data = chunks[1]
+    check(error(r, "CF.LOADCHUNK", "big2", it - 1, data[:-1]).startswith(
+        "invalid"), "cut last chunk")
+    check(not r.exists("big2"), "cut last chunk: nothing loaded")
+    for it, data in chunks:
+        check(r.execute_command("CF.LOADCHUNK", "big2", it, data) == b"OK", "c")
+    check(digest(r, "big2") == digest(r, "big"), "two-chunk load equal")
+
+
+def test_rdb_restart():
+    s = Server("rdb")
+    r = s.r
+    r.execute_command("CF.RESERVE", "p", 300)
+    its = items("p", 2000)
+    add_many(r, "p", its)
+    d = digest(r, "p")
+    s.stop(save=True)
+    s.start()
+    check(digest(s.r, "p") == d, "digest after RDB restart")
+    check(all(exists_many(s.r, "p", its)), "items after RDB restart")
+    s.stop()
+
+    # A corrupt RDB fails loudly: written without Redis's own checksum, so
+    # that only admit's can catch the flipped byte.
+    s = Server("rdbbad", "--rdbchecksum", "no", "--rdbcompression", "no")
+    s.r.execute_command("CF.RESERVE", "p", 5000)
+    add_many(s.r, "p", items("p", 100))
+    s.stop(save=True)
+    path = os.path.join(s.dir, "dump.rdb")
+    with open(path, "rb") as f:
+        raw = bytearray(f.read())
+    at = raw.find(b"ADMITCKF")
+    check(at > 0, "filter in the RDB")
+    raw[at + 2000] ^= 0x40  # inside the table
+    with open(path, "wb") as f:
+        f.write(raw)
+    check(s.start(expect_fail=True) is False, "corrupt RDB refused")
+    check("admit: a filter in the RDB is" in s.log(), "loud: " + s.log())
+
+
+def test_aof_restart():
+    s = Server("aof", "--appendonly", "yes", "--aof-use-rdb-preamble", "no",
+               "--appendfsync", "always")
+    r = s.r
+    r.execute_command("CF.RESERVE", "a", 300, "EXPANSION", 3)
+    its = items("a", 1500)
+    add_many(r, "a", its[:1000])
+    r.execute_command("BGREWRITEAOF")
+    for _ in range(200):
+        if r.info("persistence")["aof_rewrite_in_progress"] == 0 and \
+                r.info("persistence")["aof_rewrite_scheduled"] == 0:
+            break
+        time.sleep(0.05)
+    add_many(r, "a", its[1000:])
+    r.execute_command("CF.DEL", "a", its[0])
+    d = digest(r, "a")
+    aofdir = os.path.join(s.dir, "appendonlydir")
+    base = [f for f in os.listdir(aofdir) if ".base." in f]
+    check(base, "a base AOF")
+    with open(os.path.join(aofdir, base[0]), "rb") as f:
+        check(b"CF.LOADCHUNK" in f.read(), "rewrite emits CF.LOADCHUNK")
+    s.stop()
+    s.start()
+    check(digest(s.r, "a") == d, "digest after AOF restart")
+    check(all(exists_many(s.r, "a", its[1:])), "items after AOF restart")
+    s.stop()
+
+
+def wait_sync(master, replica):
+    for _ in range(400):
+        mo = master.info("replication")["master_repl_offset"]
+        ri = replica.info("replication")
+        if ri.get("master_link_status") == "up" and \
+                ri.get("slave_repl_offset") == mo:
+            return
+        time.sleep(0.05)
+    raise AssertionError("replica did not catch up")
+
+
+def test_replica():
+    m = Server("master")
+    m.r.execute_command("CF.RESERVE", "rep", 500)
+    its = items("rep", 3000)
+    add_many(m.r, "rep", its[:1000])        # before: the full sync's RDB
+    rs = Server("replica", "--replicaof", "127.0.0.1", str(m.port))
+    wait_sync(m.r, rs.r)
+    add_many(m.r, "rep", its[1000:])        # after: the command stream
+    add_many(m.r, "rep2", its[:100], "CF.ADDNX")   # created by ADDNX
+    m.r.execute_command("CF.INSERT", "rep3", "CAPACITY", 50, "ITEMS", *its[:200])
+    m.r.execute_command("CF.DEL", "rep", its[5])
+    chunk = scandump(m.r, "rep3")[0]
+    m.r.execute_command("CF.LOADCHUNK", "rep4", *chunk)
+    # A two-chunk load whose first chunk the replica never saw (it was
+    # sent before the replica existed): the last chunk carries them all.
+    m.r.execute_command("CF.RESERVE", "big", 10000000)
+    add_many(m.r, "big", its[:100])
+    chunks = scandump(m.r, "big")
+    m.r.delete("big")
+    rs.stop()
+    m.r.execute_command("CF.LOADCHUNK", "big5", *chunks[0])
+    rs.start()
+    wait_sync(m.r, rs.r)
+    check(m.r.execute_command("CF.LOADCHUNK", "big5", *chunks[1]) == b"OK",
+          "second chunk")
+    wait_sync(m.r, rs.r)
+    for k in ["rep", "rep2", "rep3", "rep4", "big5"]:
+        check(digest(rs.r, k) == digest(m.r, k), "replica digest " + k)
+    check(info(rs.r, "rep") == info(m.r, "rep"), "replica info")
+    check(rs.r.execute_command("CF.EXISTS", "rep", its[2999]) == 1, "replica")
+    check("read only" in error(rs.r, "CF.ADD", "rep", "x"), "replica read-only")
+    rs.stop()
+    m.stop()
+
+
+def test_cluster():
+    from redis.cluster import RedisCluster
+    nodes = []
+    for i in range(3):
+        nodes.append(Server("node%d" % i, "--cluster-enabled", "yes",
+                            "--cluster-config-file", "nodes.conf",
+                            "--cluster-node-timeout", "5000"))
+    # Slots split in three ranges, then the nodes introduced to each other.
+    ranges = [(0, 5460), (5461, 10922), (10923, 16383)]
+    for n, (a, b) in zip(nodes, ranges):
+        n.r.execute_command("CLUSTER", "ADDSLOTSRANGE", a, b)
+    for n in nodes[1:]:
+        nodes[0].r.execute_command("CLUSTER", "MEET", "127.0.0.1", n.port)
+    for _ in range(400):
+        if all(n.r.execute_command("CLUSTER", "INFO").decode().find(
+                "cluster_state:ok") >= 0 for n in nodes):
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("cluster did not form")
+    rc = RedisCluster(host="127.0.0.1", port=nodes[0].port)
+    # One key in each node's slots.
+    keys, want = [], {0, 1, 2}
+    for i in range(1000):
+        k = "cf%d" % i
+        slot = rc.keyslot(k)
+        owner = 0 if slot <= 5460 else 1 if slot <= 10922 else 2
+        if owner in want:
+            want.discard(owner)
+            keys.append((k, owner))
+    check(len(keys) == 3, "keys in three nodes")
+    for k, owner in keys:
+        check(rc.execute_command("CF.RESERVE", k, 1000) == b"OK", "c reserve")
+        for it in items(k, 300):
+            rc.execute_command("CF.ADD", k, it)
+        check(rc.execute_command("CF.ADDNX", k, "cf0:0") in (0, 1), "addnx")
+        check(all(rc.execute_command("CF.EXISTS", k, it) == 1
+                  for it in items(k, 300)), "cluster exists")
+        check(rc.execute_command("CF.MEXISTS", k, "zz", items(k, 1)[0]) ==
+              [0, 1], "cluster mexists")
+        # The filter lives on the node that owns its slot.
+        slot = rc.keyslot(k)
+        check([n.r.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot)
+               for n in nodes] == [int(i == owner) for i in range(3)],
+              "on its node only")
+    rc.close()
+    for n in nodes:
+        n.stop()
+
+
+def main():
+    s = Server("main")
+    tests = [("commands", lambda: test_commands(s)),
+             ("errors", lambda: test_errors(s)),
+             ("growth", lambda: test_growth(s)),
+             ("reload", lambda: test_reload(s)),
+             ("scandump", lambda: test_scandump(s)),
+             ("scandump-chunks", lambda: test_scandump_chunks(s)),
+             ("rdb", test_rdb_restart),
+             ("aof", test_aof_restart),
+             ("replica", test_replica),
+             ("cluster", test_cluster)]
+    only = set(sys.argv[2:])
+    failed = 0
+    for name, fn in tests:
+        if only and name not in only:
+            continue
+        try:
+            fn()
+            print("ok   %s" % name)
+        except Exception as e:  # report each failure, run the rest
+            failed += 1
+            print("FAIL %s: %s" % (name, e))
+        if s.proc.poll() is not None:
+            print("FAIL: the server died\n" + s.log())
+            return 1
+    s.stop()
+    print("redis: %d checks, %d test groups failed" % (checks, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,377 @@
+/*
+ * Unit tests for admit_chain: growth, the stated false-positive bound, the
+ * multiset operations across filters, dump/restore against every truncation
+ * and byte flip, and add_unique racing growth.
+ */
+#include <check.h>
+#include <endian.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <admit/admit.h>
+
+#include "testutil.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#define SEED 0x5eedc4a1ull
+#define ABSENT (1ull << 40)
+
+static struct admit_chain *
+make(uint64_t capacity, unsigned expansion, unsigned max_filters)
+{
+	struct admit_chain_config cfg = {
+		.capacity = capacity, .expansion = expansion,
+		.max_filters = max_filters, .stripes = 4, .seed = SEED,
+	};
+	struct admit_chain *c = NULL;
+
+	ck_assert_int_eq(admit_chain_new(&cfg, &c), ADMIT_OK);
+	return c;
+}
+
+START_TEST(test_bad_config)
+{
+	struct admit_chain *c = (struct admit_chain *)0x1;
+	const struct admit_chain_config bad[] = {
+		{ .capacity = 0 },
+		{ .capacity = ADMIT_CUCKOO_MAX_CAPACITY + 1 },
+		{ .capacity = UINT64_MAX },
+		{ .capacity = 10, .expansion = ADMIT_CHAIN_MAX_EXPANSION + 1 },
+		{ .capacity = 10, .max_filters = ADMIT_CHAIN_MAX_FILTERS + 1 },
+		{ .capacity = 10, .stripes = 3 },
+	};
+	struct admit_chain_config ok = { .capacity = 10 };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(admit_chain_new(&bad[i], &c), ADMIT_EINVAL);
+		ck_assert_ptr_eq(c, (struct admit_chain *)0x1);
+	}
+	ck_assert_int_eq(admit_chain_new(NULL, &c), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_chain_new(&ok, NULL), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_chain_add(NULL, "a", 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_chain_add_unique(NULL, "a", 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_chain_delete(NULL, "a", 1), ADMIT_EINVAL);
+	ck_assert(!admit_chain_contains(NULL, "a", 1));
+	ck_assert_uint_eq(admit_chain_count(NULL, "a", 1), 0);
+	ck_assert_int_eq(admit_chain_info(NULL, NULL), ADMIT_EINVAL);
+	admit_chain_free(NULL);
+
+	ck_assert_int_eq(admit_chain_new(&ok, &c), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_add(c, NULL, 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_chain_add(c, NULL, 0), ADMIT_OK);
+	ck_assert(admit_chain_contains(c, NULL, 0));
+	admit_chain_free(c);
+}
+END_TEST
+
+/* The issue's case: reserved for 1,000, grown to 20,000.  No key lost, the
+ * chain grew, and the measured false-positive rate is below the stated
+ * bound, which is below 1 %. */
+START_TEST(test_growth_fpr)
+{
+	const unsigned exps[] = { 1, 2, 4 };
+
+	for (size_t e = 0; e < 3; e++) {
+		struct admit_chain *c = make(1000, exps[e], 0);
+		struct admit_chain_info info;
+		struct tally t = TALLY_INIT;
+		uint64_t fp = 0, probes = 400000;
+
+		for (uint64_t i = 0; i < 20000; i++)
+			tally(&t, admit_chain_add(c, KEY(i)) == ADMIT_OK, i);
+		ck_assert_tally(t, "add");
+		for (uint64_t i = 0; i < 20000; i++)
+			tally(&t, admit_chain_contains(c, KEY(i)), i);
+		ck_assert_tally(t, "false negative");
+		for (uint64_t i = 0; i < probes; i++)
+			fp += admit_chain_contains(c, KEY(ABSENT + i));
+		ck_assert_int_eq(admit_chain_info(c, &info), ADMIT_OK);
+		ck_assert_uint_gt(info.filters, 1);
+		ck_assert_uint_eq(info.items, 20000);
+		ck_assert_uint_ge(info.capacity, 20000);
+		ck_assert_double_eq_tol(info.fpr_bound,
+		                        info.filters * 8.0 / 65536, 1e-12);
+		ck_assert_double_lt(info.fpr_bound, 0.01);
+		/* The bound is on the expected rate; a sample of 400,000
+		 * probes may exceed it by noise: allow 4 standard deviations
+		 * (a full filter sits right at its bound). */
+		ck_assert_msg(fp < info.fpr_bound * probes +
+		              4 * sqrt(info.fpr_bound * probes),
+		              "expansion %u: fpr %g above bound %g", exps[e],
+		              (double)fp / probes, info.fpr_bound);
+		if (exps[e] == 1)
+			ck_assert_uint_ge(info.filters, 20);
+		admit_chain_free(c);
+	}
+}
+END_TEST
+
+/* The bound holds because growth stops at max_filters: the add that would
+ * need one more filter answers ADMIT_FULL and changes nothing. */
+START_TEST(test_full)
+{
+	struct admit_chain *c = make(100, 1, 3);
+	struct admit_chain_info a, b;
+	enum admit_status st = ADMIT_OK;
+	uint64_t i;
+
+	for (i = 0; i < 100000 && st == ADMIT_OK; i++)
+		st = admit_chain_add(c, KEY(i));
+	ck_assert_int_eq(st, ADMIT_FULL);
+	ck_assert_int_eq(admit_chain_info(c, &a), ADMIT_OK);
+	ck_assert_uint_eq(a.filters, 3);
+	ck_assert_uint_eq(a.items, i - 1);
+	ck_assert_int_eq(admit_chain_add(c, KEY(i - 1)), ADMIT_FULL);
+	ck_assert_int_eq(admit_chain_add_unique(c, KEY(i - 1)), ADMIT_FULL);
+	ck_assert_int_eq(admit_chain_info(c, &b), ADMIT_OK);
+	ck_assert_uint_eq(b.items, a.items);
+	for (uint64_t j = 0; j + 1 < i; j++)
+		ck_assert(admit_chain_contains(c, KEY(j)));
+	admit_chain_free(c);
+
+	/* One key over and over: 8 copies fill its two buckets; the chain may
+	 * grow while its newest filter is at least half full, then refuses. */
+	c = make(1000, 2, 0);
+	for (i = 0, st = ADMIT_OK; i < 10000 && st == ADMIT_OK; i++)
+		st = admit_chain_add(c, "same", 4);
+	ck_assert_int_eq(st, ADMIT_FULL);
+	ck_assert_uint_eq(i - 1, 8);
+	ck_assert_int_eq(admit_chain_info(c, &a), ADMIT_OK);
+	ck_assert_uint_eq(a.filters, 1);
+	ck_assert_int_eq(admit_chain_add(c, "other", 5), ADMIT_OK);
+	admit_chain_free(c);
+	c = make(4, 2, 0);
+	for (i = 0, st = ADMIT_OK; i < 10000 && st == ADMIT_OK; i++)
+		st = admit_chain_add(c, "same", 4);
+	ck_assert_int_eq(st, ADMIT_FULL);
+	ck_assert_int_eq(admit_chain_info(c, &a), ADMIT_OK);
+	ck_assert_uint_le(a.filters, 3);
+	ck_assert_uint_eq(a.items, i - 1);
+	admit_chain_free(c);
+
+	/* max_filters 1 never grows. */
+	c = make(10, 0, 1);
+	for (i = 0, st = ADMIT_OK; i < 1000 && st == ADMIT_OK; i++)
+		st = admit_chain_add(c, KEY(i));
+	ck_assert_int_eq(st, ADMIT_FULL);
+	ck_assert_int_eq(admit_chain_info(c, &a), ADMIT_OK);
+	ck_assert_uint_eq(a.filters, 1);
+	admit_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_multiset)
+{
+	struct admit_chain *c = make(50, 2, 0);
+	struct admit_chain_info info;
+
+	/* A key three times, then enough others to grow the chain twice, then
+	 * the key again: its copies sit in different filters. */
+	for (int k = 0; k < 3; k++)
+		ck_assert_int_eq(admit_chain_add(c, "dup", 3), ADMIT_OK);
+	for (uint64_t i = 0; i < 400; i++)
+		ck_assert_int_eq(admit_chain_add(c, KEY(i)), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_add(c, "dup", 3), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_info(c, &info), ADMIT_OK);
+	ck_assert_uint_ge(info.filters, 3);
+	ck_assert_uint_eq(admit_chain_count(c, "dup", 3), 4);
+	/* add_unique sees the copy in an old filter. */
+	ck_assert_int_eq(admit_chain_add_unique(c, KEY(0)), ADMIT_EXISTS);
+	ck_assert_int_eq(admit_chain_add_unique(c, "new", 3), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_add_unique(c, "new", 3), ADMIT_EXISTS);
+	for (int k = 4; k > 0; k--) {
+		ck_assert(admit_chain_contains(c, "dup", 3));
+		ck_assert_int_eq(admit_chain_delete(c, "dup", 3), ADMIT_OK);
+		ck_assert_uint_eq(admit_chain_count(c, "dup", 3), (unsigned)k - 1);
+	}
+	ck_assert(!admit_chain_contains(c, "dup", 3));
+	ck_assert_int_eq(admit_chain_delete(c, "dup", 3), ADMIT_NOTFOUND);
+	/* Deleting every key leaves the chain empty, and no other key lost on
+	 * the way. */
+	for (uint64_t i = 0; i < 400; i++) {
+		ck_assert(admit_chain_contains(c, KEY(i)));
+		ck_assert_int_eq(admit_chain_delete(c, KEY(i)), ADMIT_OK);
+	}
+	ck_assert_int_eq(admit_chain_delete(c, "new", 3), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_info(c, &info), ADMIT_OK);
+	ck_assert_uint_eq(info.items, 0);
+	admit_chain_free(c);
+}
+END_TEST
+
+static void
+same_answers(struct admit_chain *a, struct admit_chain *b, uint64_t n)
+{
+	struct admit_chain_info ia, ib;
+
+	for (uint64_t i = 0; i < n; i++) {
+		ck_assert(admit_chain_contains(b, KEY(i)));
+		ck_assert_int_eq(admit_chain_contains(a, KEY(ABSENT + i)),
+		                 admit_chain_contains(b, KEY(ABSENT + i)));
+	}
+	ck_assert_int_eq(admit_chain_info(a, &ia), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_info(b, &ib), ADMIT_OK);
+	ck_assert_uint_eq(ia.filters, ib.filters);
+	ck_assert_uint_eq(ia.items, ib.items);
+	ck_assert_uint_eq(ia.capacity, ib.capacity);
+	ck_assert_uint_eq(ia.expansion, ib.expansion);
+}
+
+START_TEST(test_dump_restore)
+{
+	struct admit_chain *c = make(20, 2, 0), *d = NULL, *e;
+	void *buf = NULL, *buf2 = NULL;
+	unsigned char *b;
+	size_t len = 0, len2 = 0;
+
+	for (uint64_t i = 0; i < 150; i++)
+		ck_assert_int_eq(admit_chain_add(c, KEY(i)), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_dump(c, &buf, &len), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_restore(buf, len, &d), ADMIT_OK);
+	same_answers(c, d, 150);
+	/* Restored, it grows on as the original would: same seeds per filter. */
+	ck_assert_int_eq(admit_chain_add(c, "x", 1), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_add(d, "x", 1), ADMIT_OK);
+	free(buf);
+	ck_assert_int_eq(admit_chain_dump(c, &buf, &len), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_dump(d, &buf2, &len2), ADMIT_OK);
+	ck_assert_uint_eq(len, len2);
+	ck_assert(memcmp(buf, buf2, len) == 0);
+	free(buf2);
+	admit_chain_free(d);
+
+	/* Every truncation and every byte flip is refused. */
+	b = buf;
+	e = (struct admit_chain *)0x1;
+	for (size_t n = 0; n < len; n++)
+		ck_assert_int_eq(admit_chain_restore(b, n, &e), ADMIT_ECORRUPT);
+	for (size_t i = 0; i < len; i++) {
+		b[i] ^= 0x10;
+		ck_assert_int_eq(admit_chain_restore(b, len, &e), ADMIT_ECORRUPT);
+		b[i] ^= 0x10;
+	}
+	/* The same flips with the outer checksum fixed up, so the checks
+	 * behind it are reached: each filter's own checksum, the header's
+	 * ranges, each filter's capacity and seed against the chain's. */
+	for (size_t i = 0; i + 8 < len; i++) {
+		uint64_t sum;
+
+		b[i] ^= 0x10;
+		sum = htole64(XXH3_64bits(b, len - 8));
+		memcpy(b + len - 8, &sum, 8);
+		ck_assert_msg(admit_chain_restore(b, len, &e) == ADMIT_ECORRUPT,
+		              "flip at %zu accepted", i);
+		b[i] ^= 0x10;
+	}
+	ck_assert_ptr_eq(e, (struct admit_chain *)0x1);
+	ck_assert_int_eq(admit_chain_restore(NULL, 0, &e), ADMIT_ECORRUPT);
+	ck_assert_int_eq(admit_chain_restore(NULL, 5, &e), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_chain_restore(b, len, NULL), ADMIT_EINVAL);
+	free(buf);
+	admit_chain_free(c);
+}
+END_TEST
+
+/* A cuckoo filter's own snapshot file is not a chain. */
+START_TEST(test_save_load)
+{
+	char dir[] = "/tmp/test_chain.XXXXXX", path[64], cpath[64];
+	struct admit_chain *c = make(30, 3, 0), *d = NULL;
+	struct admit_cuckoo_config cc = { .capacity = 100, .seed = 1 };
+	struct admit_cuckoo *f = NULL;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/chain", dir);
+	snprintf(cpath, sizeof(cpath), "%s/cuckoo", dir);
+	for (uint64_t i = 0; i < 500; i++)
+		ck_assert_int_eq(admit_chain_add(c, KEY(i)), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_save(c, path), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_load(path, &d), ADMIT_OK);
+	same_answers(c, d, 500);
+	admit_chain_free(d);
+	ck_assert_int_eq(admit_cuckoo_new(&cc, &f), ADMIT_OK);
+	ck_assert_int_eq(admit_cuckoo_save(f, cpath), ADMIT_OK);
+	d = NULL;
+	ck_assert_int_eq(admit_chain_load(cpath, &d), ADMIT_ECORRUPT);
+	ck_assert_int_eq(admit_chain_load(dir, &d), ADMIT_EIO);
+	ck_assert_ptr_null(d);
+	ck_assert_int_eq(admit_chain_save(c, "/nonexistent/dir/x"), ADMIT_EIO);
+	admit_cuckoo_free(f);
+	unlink(path);
+	unlink(cpath);
+	rmdir(dir);
+	admit_chain_free(c);
+}
+END_TEST
+
+/* Threads add_unique the same keys while the chain grows: each key is
+ * admitted exactly once. */
+#define NT 4
+#define NKEYS 20000
+static struct admit_chain *race_chain;
+static _Atomic unsigned race_ok[NKEYS];
+
+static void *
+racer(void *arg)
+{
+	(void)arg;
+	for (uint64_t i = 0; i < NKEYS; i++)
+		if (admit_chain_add_unique(race_chain, KEY(i)) == ADMIT_OK)
+			atomic_fetch_add(&race_ok[i], 1);
+	return NULL;
+}
+
+START_TEST(test_unique_race)
+{
+	pthread_t t[NT];
+	struct admit_chain_info info;
+	uint64_t once = 0;
+
+	race_chain = make(500, 2, 0);
+	for (int i = 0; i < NT; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, racer, NULL), 0);
+	for (int i = 0; i < NT; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_int_eq(admit_chain_info(race_chain, &info), ADMIT_OK);
+	ck_assert_uint_gt(info.filters, 1);
+	for (uint64_t i = 0; i < NKEYS; i++)
+		once += atomic_load(&race_ok[i]) == 1;
+	/* A key may be refused as a false positive of an earlier one, never
+	 * admitted twice. */
+	for (uint64_t i = 0; i < NKEYS; i++)
+		ck_assert_uint_le(atomic_load(&race_ok[i]), 1);
+	ck_assert_uint_eq(info.items, once);
+	ck_assert_uint_ge(once, NKEYS - 20);
+	admit_chain_free(race_chain);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("chain");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_bad_config);
+	tcase_add_test(tc, test_growth_fpr);
+	tcase_add_test(tc, test_full);
+	tcase_add_test(tc, test_multiset);
+	tcase_add_test(tc, test_dump_restore);
+	tcase_add_test(tc, test_save_load);
+	tcase_add_test(tc, test_unique_race);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
