@@ -953,7 +953,7 @@ admit_lru_get(struct admit_lru *c, const void *key, size_t klen, void *buf,
 		*vlen = e->vlen;
 		if (e->vlen > bufsize) {
 			admit_rcu_read_unlock();
-			return ADMIT_FULL;
+			return ADMIT_EBUFFER;
 		}
 		if (e->vlen)
 			memcpy(buf, e->data + e->klen, e->vlen);
@@ -986,11 +986,11 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 	if (!c || (!key && klen) || (!value && vlen))
 		return ADMIT_EINVAL;
 	if (klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4)
-		return ADMIT_FULL;
+		return ADMIT_ETOOBIG;
 	h = hash_key(c, key, klen);
 	s = shard_of(c, h);
 	if (s->max_bytes && charge_of(klen, vlen) > s->max_bytes)
-		return ADMIT_FULL;
+		return ADMIT_ETOOBIG;
 	e = admit_malloc(sizeof(*e) + klen + vlen);
 	if (!e)
 		return ADMIT_NOMEM;

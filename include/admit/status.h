@@ -10,11 +10,12 @@ extern "C" {
 
 /*
  * The result of every fallible admit call.  ADMIT_OK is 0 so that
- * "if (st != ADMIT_OK)" and "if (st)" both read naturally.
+ * "if (st != ADMIT_OK)" and "if (st)" both read naturally.  Values are
+ * stable: new codes are appended, never renumbered.
  */
 enum admit_status {
 	ADMIT_OK = 0,	/* done */
-	ADMIT_FULL,	/* no room: the structure was left unchanged */
+	ADMIT_FULL,	/* the filter is full: it was left unchanged */
 	ADMIT_EXISTS,	/* insert_unique: the key is already there */
 	ADMIT_NOTFOUND,	/* delete or lookup of a key that is not there */
 	ADMIT_REJECTED,	/* admission policy kept the incumbent */
@@ -22,6 +23,10 @@ enum admit_status {
 	ADMIT_EINVAL,	/* a bad argument (NULL, zero or absurd size, wrong mode) */
 	ADMIT_ECORRUPT,	/* a snapshot file is truncated, altered or foreign */
 	ADMIT_EIO,	/* the operating system refused a read or write */
+	/* 0.2.0: ADMIT_FULL no longer stands for these two. */
+	ADMIT_EBUFFER,	/* the caller's buffer is too small; nothing changed */
+	ADMIT_ETOOBIG,	/* an entry, key or value larger than the structure
+			   can ever hold; nothing changed */
 };
 
 /*

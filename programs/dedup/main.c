@@ -838,10 +838,18 @@ main(int argc, char **argv)
 		p.grow = !C.o.fail_full;
 		p.batch = batch;
 		st = dd_seen_new(&p, &C.seen);
-		if (st != ADMIT_OK) {
+		if (st == ADMIT_ETOOBIG) {
+			fprintf(stderr, PROG ": cannot create the filter: a "
+			        "capacity of %" PRIu64 " keys%s is more than one "
+			        "filter can hold\n", p.capacity,
+			        C.o.fpr ? " at this --fpr" : "");
+			return EXIT_USAGE;
+		} else if (st != ADMIT_OK) {
+			/* choose_sizing() refuses only a target so small that a
+			 * table would be mostly empty. */
 			fprintf(stderr, PROG ": cannot create the filter: %s%s\n",
-			        admit_strerror(st), st == ADMIT_EINVAL ?
-			        " (--fpr too small for the capacity?)" : "");
+			        admit_strerror(st), st == ADMIT_EINVAL && C.o.fpr ?
+			        " (--fpr too small)" : "");
 			return st == ADMIT_EINVAL ? EXIT_USAGE : EXIT_FULL;
 		}
 	}

@@ -75,7 +75,7 @@ gen_create(const struct dd_seen *s, unsigned shard, unsigned g, uint64_t cap,
 	enum admit_status st;
 
 	if (cap == 0 || want > (double)ADMIT_CUCKOO_MAX_CAPACITY)
-		return ADMIT_FULL;
+		return ADMIT_ETOOBIG;
 	cfg.capacity = (uint64_t)want;
 	cfg.fingerprint_bits = s->fp_bits;
 	/* One writer per shard at a time: one stripe is enough, and the
@@ -101,6 +101,9 @@ grow(struct dd_seen *s, unsigned shard)
 		return ADMIT_FULL;
 	st = gen_create(s, shard, d->ngen, 2 * d->gen[d->ngen - 1].cap,
 	                &d->gen[d->ngen]);
+	/* A successor no filter can hold: the chain is as full as it gets. */
+	if (st == ADMIT_ETOOBIG)
+		return ADMIT_FULL;
 	if (st != ADMIT_OK)
 		return st;
 	d->ngen++;
@@ -155,9 +158,10 @@ dd_seen_new(const struct dd_params *p, struct dd_seen **out)
 	uint64_t per;
 
 	if (!p || !out || p->capacity == 0 || p->batch == 0 ||
-	    p->capacity > ADMIT_CUCKOO_MAX_CAPACITY ||
 	    p->window > ((uint64_t)1 << 40))
 		return ADMIT_EINVAL;
+	if (p->capacity > ADMIT_CUCKOO_MAX_CAPACITY)
+		return ADMIT_ETOOBIG;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return ADMIT_NOMEM;
@@ -204,7 +208,7 @@ dd_seen_new(const struct dd_params *p, struct dd_seen **out)
 	return ADMIT_OK;
 out:
 	dd_seen_free(s);
-	return st == ADMIT_FULL ? ADMIT_EINVAL : st;
+	return st;
 }
 
 void
