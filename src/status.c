@@ -15,6 +15,7 @@ admit_strerror(enum admit_status s)
 	case ADMIT_EIO:		return "input/output error";
 	case ADMIT_EBUFFER:	return "buffer too small";
 	case ADMIT_ETOOBIG:	return "item larger than the structure can hold";
+	case ADMIT_ENOTREG:	return "not a regular file";
 	}
 	return "unknown admit status";
 }

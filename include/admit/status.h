@@ -23,10 +23,12 @@ enum admit_status {
 	ADMIT_EINVAL,	/* a bad argument (NULL, zero or absurd size, wrong mode) */
 	ADMIT_ECORRUPT,	/* a snapshot file is truncated, altered or foreign */
 	ADMIT_EIO,	/* the operating system refused a read or write */
-	/* 0.2.0: ADMIT_FULL no longer stands for these two. */
+	/* 0.2.0: ADMIT_FULL no longer stands for the next two. */
 	ADMIT_EBUFFER,	/* the caller's buffer is too small; nothing changed */
 	ADMIT_ETOOBIG,	/* an entry, key or value larger than the structure
 			   can ever hold; nothing changed */
+	ADMIT_ENOTREG,	/* a path names something other than a regular file
+			   (a directory, FIFO, device or socket) */
 };
 
 /*

@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "dedup.h"
+#include "snapfile.h"
 
 /* The library sizes a table for 95 % load; asking for capacity c * 0.95 /
  * alpha items gives a table that is at load alpha with c items. */
@@ -25,23 +26,6 @@ mix64(uint64_t z)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
-}
-
-static void
-le64(unsigned char b[8], uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		b[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t
-get_le64(const unsigned char *b)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | b[i];
-	return v;
 }
 
 /* Probability that one lookup of an absent key matches in one filter:
@@ -244,7 +228,7 @@ dd_seen_admit(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t *gen)
 	enum admit_status st;
 	double p;
 
-	le64(key, h);
+	snap_put64(key, h);
 	/* Room first: a filter chained in here turns the newest into an older
 	 * one, which the loop below must then check. */
 	st = room(s, shard);
@@ -280,7 +264,7 @@ dd_seen_insert(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t *gen)
 	unsigned char key[8];
 	enum admit_status st;
 
-	le64(key, h);
+	snap_put64(key, h);
 	st = room(s, shard);
 	if (st != ADMIT_OK)
 		return st;
@@ -309,7 +293,7 @@ dd_seen_delete(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t gen)
 	if (gen >= d->ngen || !d->gen[gen].f)
 		return ADMIT_NOTFOUND;
 	g = &d->gen[gen];
-	le64(key, h);
+	snap_put64(key, h);
 	st = admit_cuckoo_delete(g->f, key, 8);
 	if (st != ADMIT_OK)
 		return st;
@@ -402,16 +386,16 @@ put64(struct wbuf *w, uint64_t v)
 {
 	unsigned char b[8];
 
-	le64(b, v);
+	snap_put64(b, v);
 	put(w, b, 8);
 }
 
 static void
 put32(struct wbuf *w, uint32_t v)
 {
-	unsigned char b[4] = { (unsigned char)v, (unsigned char)(v >> 8),
-	                       (unsigned char)(v >> 16), (unsigned char)(v >> 24) };
+	unsigned char b[4];
 
+	snap_put32(b, v);
 	put(w, b, 4);
 }
 
@@ -452,28 +436,38 @@ temp_in(const char *dir)
 	return t;
 }
 
-static bool
+/* The whole of a regular file (snapfile_open refuses a FIFO or a device
+ * without blocking on it).  ADMIT_EIO leaves errno set. */
+static enum admit_status
 read_file(const char *path, unsigned char **data, size_t *len)
 {
-	FILE *fp = fopen(path, "rb");
 	struct wbuf w = { 0 };
 	unsigned char chunk[65536];
-	size_t n;
-	bool ok;
+	enum admit_status st;
+	uint64_t size;
+	ssize_t n;
+	int fd, err;
 
-	if (!fp)
-		return false;
-	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-		put(&w, chunk, n);
-	ok = !ferror(fp) && !w.nomem;
-	fclose(fp);
-	if (!ok) {
+	st = snapfile_open(path, &fd, &size);
+	if (st != ADMIT_OK)
+		return st;
+	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		put(&w, chunk, (size_t)n);
+	}
+	err = errno;
+	close(fd);
+	if (n < 0 || w.nomem) {
 		free(w.p);
-		return false;
+		errno = err;
+		return w.nomem ? ADMIT_NOMEM : ADMIT_EIO;
 	}
 	*data = w.p;
 	*len = w.len;
-	return true;
+	return ADMIT_OK;
 }
 
 /* An admit_cuckoo snapshot as bytes, by way of a temporary file in dir:
@@ -489,8 +483,8 @@ put_filter(struct wbuf *w, const struct admit_cuckoo *f, const char *dir)
 	if (!tmp)
 		return ADMIT_EIO;
 	st = admit_cuckoo_save(f, tmp);
-	if (st == ADMIT_OK && !read_file(tmp, &data, &len))
-		st = ADMIT_EIO;
+	if (st == ADMIT_OK)
+		st = read_file(tmp, &data, &len);
 	unlink(tmp);
 	free(tmp);
 	if (st == ADMIT_OK) {
@@ -506,8 +500,7 @@ dd_seen_save(const struct dd_seen *s, const char *path)
 {
 	struct wbuf w = { 0 };
 	enum admit_status st = ADMIT_OK;
-	char *dir, *slash, *tmp = NULL;
-	FILE *fp = NULL;
+	char *dir, *slash;
 
 	if (!s || !path)
 		return ADMIT_EINVAL;
@@ -560,33 +553,14 @@ dd_seen_save(const struct dd_seen *s, const char *path)
 	if (st != ADMIT_OK)
 		goto out;
 	put64(&w, XXH3_64bits(w.p, w.len));
-	tmp = temp_in(dir);
-	if (!tmp || w.nomem) {
-		st = w.nomem ? ADMIT_NOMEM : ADMIT_EIO;
+	if (w.nomem) {
+		st = ADMIT_NOMEM;
 		goto out;
 	}
-	fp = fopen(tmp, "wb");
-	if (!fp || fwrite(w.p, 1, w.len, fp) != w.len || fflush(fp) != 0 ||
-	    fsync(fileno(fp)) != 0) {
-		st = ADMIT_EIO;
-		goto out;
-	}
-	if (fclose(fp) != 0) {
-		fp = NULL;
-		st = ADMIT_EIO;
-		goto out;
-	}
-	fp = NULL;
-	if (rename(tmp, path) != 0)
-		st = ADMIT_EIO;
+	/* The library's writer: a temporary file renamed over the regular
+	 * file path names (following a symlink, refusing a device). */
+	st = snapfile_write(path, &(struct snapfile_part){ w.p, w.len }, 1);
 out:
-	if (fp)
-		fclose(fp);
-	if (tmp) {
-		if (st != ADMIT_OK)
-			unlink(tmp);
-		free(tmp);
-	}
 	free(w.p);
 	free(dir);
 	return st;
@@ -617,7 +591,7 @@ take64(struct rbuf *r)
 {
 	const unsigned char *q = take(r, 8);
 
-	return q ? get_le64(q) : 0;
+	return q ? snap_get64(q) : 0;
 }
 
 static uint32_t
@@ -625,8 +599,7 @@ take32(struct rbuf *r)
 {
 	const unsigned char *q = take(r, 4);
 
-	return q ? (uint32_t)q[0] | (uint32_t)q[1] << 8 |
-	           (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24 : 0;
+	return q ? snap_get32(q) : 0;
 }
 
 static enum admit_status
@@ -671,14 +644,17 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 	uint64_t n;
 
 	*why = "not an admit-dedup state file";
-	if (!read_file(path, &data, &len)) {
-		*why = strerror(errno ? errno : EIO);
-		return ADMIT_EIO;
+	st = read_file(path, &data, &len);
+	if (st != ADMIT_OK) {
+		*why = st == ADMIT_EIO ? strerror(errno ? errno : EIO) :
+		       admit_strerror(st);
+		return st;
 	}
+	st = ADMIT_ECORRUPT;
 	if (len < 16 || memcmp(data, MAGIC, 8) != 0)
 		goto out;
 	*why = "checksum mismatch (truncated or altered)";
-	if (get_le64(data + len - 8) != XXH3_64bits(data, len - 8))
+	if (snap_get64(data + len - 8) != XXH3_64bits(data, len - 8))
 		goto out;
 	r = (struct rbuf){ data, len - 8, 8, false };
 	*why = "unsupported version or bad parameters";

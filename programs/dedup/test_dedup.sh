@@ -157,6 +157,17 @@ expect "altered state: exit 2" [ $? -eq 2 ]
 expect "not a state file: exit 2" [ $? -eq 2 ]
 echo a | "$dd" --save "$tmp/no/such/dir/state" >/dev/null 2>"$tmp/err"
 expect "--save into a missing directory: exit 4" [ $? -eq 4 ]
+ln -s state2 "$tmp/slink"
+"$dd" -j 2 --seed 42 --save "$tmp/slink" "$tmp/part1" >/dev/null
+expect "--save through a symlink writes the file it names, the link stays" \
+	[ -L "$tmp/slink" -a -f "$tmp/state2" ] && cmp -s "$tmp/state" "$tmp/state2"
+mkfifo "$tmp/fifo"
+timeout 20 "$dd" --load "$tmp/fifo" </dev/null 2>"$tmp/err"
+expect "--load of a FIFO: exit 2 at once, 'not a regular file'" \
+	[ $? -eq 2 -a -n "$(grep 'not a regular file' "$tmp/err")" ]
+echo a | "$dd" --save "$tmp/fifo" >/dev/null 2>"$tmp/err"
+expect "--save over a FIFO: exit 4, the FIFO left alone" \
+	[ $? -eq 4 -a -p "$tmp/fifo" -a -n "$(grep 'not a regular file' "$tmp/err")" ]
 
 # ---- bad input, bad options, broken output ------------------------------------------
 printf 'q\n' >"$tmp/q"
