@@ -1,5 +1,5 @@
 /*
- * admit-dedup's seen-set: shards of chained cuckoo filters and the window
+ * admit-dedup's seen-set: shards of chained cuckoo filters and the horizon
  * ring.  Single-threaded per shard: main.c gives each shard to one worker.
  */
 #include <errno.h>
@@ -123,15 +123,52 @@ choose_sizing(const struct dd_params *p, struct dd_seen *s)
 	return best <= 1024 ? ADMIT_OK : ADMIT_EINVAL;
 }
 
+enum admit_status
+dd_seen_ring_reserve(struct dd_seen *s, uint64_t n)
+{
+	uint64_t want = s->ring_len + n, max = s->horizon + s->batch, size;
+	uint64_t *h;
+	uint8_t *g;
+
+	if (!s->horizon || want <= s->ring_size)
+		return ADMIT_OK;
+	/* Doubling, up to the most the horizon can ever need: memory follows
+	 * the keys actually remembered, so a horizon of 2^40 costs nothing
+	 * until that many keys arrive. */
+	size = s->ring_size ? s->ring_size : 4096;
+	while (size < want)
+		size *= 2;
+	if (size > max)
+		size = max;
+	if (size > SIZE_MAX / sizeof(*h))
+		return ADMIT_NOMEM;
+	h = malloc((size_t)size * sizeof(*h));
+	g = malloc((size_t)size);
+	if (!h || !g) {
+		free(h);
+		free(g);
+		return ADMIT_NOMEM;
+	}
+	/* Entries live at (admission index) mod size: move each one (none
+	 * before the first allocation, whatever ring_len a load set). */
+	for (uint64_t t = s->admitted - s->ring_len;
+	     s->ring_size && t < s->admitted; t++) {
+		h[t % size] = s->ring_h[t % s->ring_size];
+		g[t % size] = s->ring_g[t % s->ring_size];
+	}
+	free(s->ring_h);
+	free(s->ring_g);
+	s->ring_h = h;
+	s->ring_g = g;
+	s->ring_size = size;
+	return ADMIT_OK;
+}
+
 static enum admit_status
 ring_alloc(struct dd_seen *s)
 {
-	if (!s->window)
-		return ADMIT_OK;
-	s->ring_size = s->window + s->batch;
-	s->ring_h = malloc(s->ring_size * sizeof(*s->ring_h));
-	s->ring_g = malloc(s->ring_size);
-	return s->ring_h && s->ring_g ? ADMIT_OK : ADMIT_NOMEM;
+	s->ring_size = 0;
+	return dd_seen_ring_reserve(s, s->batch);
 }
 
 enum admit_status
@@ -142,7 +179,7 @@ dd_seen_new(const struct dd_params *p, struct dd_seen **out)
 	uint64_t per;
 
 	if (!p || !out || p->capacity == 0 || p->batch == 0 ||
-	    p->window > ((uint64_t)1 << 40))
+	    p->horizon > ((uint64_t)1 << 40))
 		return ADMIT_EINVAL;
 	if (p->capacity > ADMIT_CUCKOO_MAX_CAPACITY)
 		return ADMIT_ETOOBIG;
@@ -172,7 +209,7 @@ dd_seen_new(const struct dd_params *p, struct dd_seen **out)
 			goto out;
 		}
 	s->grow = p->grow;
-	s->window = p->window;
+	s->horizon = p->horizon;
 	s->batch = p->batch;
 	st = ring_alloc(s);
 	if (st != ADMIT_OK)
@@ -297,7 +334,7 @@ dd_seen_delete(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t gen)
 	st = admit_cuckoo_delete(g->f, key, 8);
 	if (st != ADMIT_OK)
 		return st;
-	/* An older filter the window has emptied is dead weight for every
+	/* An older filter the horizon has emptied is dead weight for every
 	 * lookup: free it.  The newest stays to take inserts. */
 	if (--g->live == 0 && gen + 1u < d->ngen) {
 		admit_cuckoo_free(g->f);
@@ -331,7 +368,7 @@ dd_seen_totals(const struct dd_seen *s, struct dd_totals *t)
 		if (p > t->fpr_bound)
 			t->fpr_bound = p;
 	}
-	if (s->window)
+	if (s->horizon)
 		t->memory += s->ring_size * (sizeof(*s->ring_h) + 1);
 }
 
@@ -343,7 +380,7 @@ dd_seen_bits_per_item(const struct dd_seen *s)
 
 /* ---- state files -----------------------------------------------------------
  * Little-endian: "ADMITDD1", u32 version, nshards, fp_bits, flags (bit 0:
- * grow); u64 alpha (IEEE bits), seed, shard_cap, window, batch (of the
+ * grow); u64 alpha (IEEE bits), seed, shard_cap, horizon, batch (of the
  * saving run, informational), admitted, ring_len; per shard u32 ngen, grown,
  * u64 est_false (bits), per filter u64 cap, live, snapshot length (0 = freed)
  * and an admit_cuckoo_save snapshot; the ring, oldest first, as u64 h and u8
@@ -523,7 +560,7 @@ dd_seen_save(const struct dd_seen *s, const char *path)
 	put64(&w, dbits(s->alpha));
 	put64(&w, s->seed);
 	put64(&w, s->shard_cap);
-	put64(&w, s->window);
+	put64(&w, s->horizon);
 	put64(&w, s->batch);
 	put64(&w, s->admitted);
 	put64(&w, s->ring_len);
@@ -671,20 +708,20 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 	s->alpha = bitsd(take64(&r));
 	s->seed = take64(&r);
 	s->shard_cap = take64(&r);
-	s->window = take64(&r);
+	s->horizon = take64(&r);
 	(void)take64(&r); /* the saving run's batch */
 	s->admitted = take64(&r);
 	s->ring_len = take64(&r);
 	if (r.bad || s->nshards == 0 || s->nshards > DD_MAX_SHARDS ||
 	    (s->nshards & (s->nshards - 1)) || (s->fp_bits != 8 && s->fp_bits != 16) ||
 	    !(s->alpha > 0 && s->alpha <= LIB_LOAD) || s->shard_cap == 0 ||
-	    s->window > ((uint64_t)1 << 40) || s->ring_len > s->window ||
+	    s->horizon > ((uint64_t)1 << 40) || s->ring_len > s->horizon ||
 	    s->ring_len > s->admitted)
 		goto out;
 	s->shard_shift = 64;
 	for (unsigned k = s->nshards; k > 1; k /= 2)
 		s->shard_shift--;
-	s->batch = s->window && batch > s->window ? (unsigned)s->window : batch;
+	s->batch = s->horizon && batch > s->horizon ? (unsigned)s->horizon : batch;
 	st = ring_alloc(s);
 	if (st != ADMIT_OK)
 		goto out;
@@ -720,7 +757,7 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 			e->slots = e->f ? admit_cuckoo_slots(e->f) : 0;
 		}
 	}
-	*why = "bad window ring";
+	*why = "bad horizon ring";
 	n = 0;
 	for (uint64_t k = 0; k < s->ring_len; k++) {
 		uint64_t pos = (s->admitted - s->ring_len + k) % s->ring_size;
@@ -736,7 +773,7 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 	}
 	if (r.off != r.len)
 		goto out;
-	if (s->window) {
+	if (s->horizon) {
 		uint64_t items = 0;
 
 		for (unsigned i = 0; i < s->nshards; i++)
