@@ -42,14 +42,6 @@ struct cbf_key {
 	uint8_t pos[CBF_MAX_HASHES];
 };
 
-static inline uint64_t
-mix64(uint64_t x)
-{
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 static void
 locate(const struct admit_cbf *f, uint64_t h, struct cbf_key *key)
 {
@@ -66,7 +58,7 @@ locate(const struct admit_cbf *f, uint64_t h, struct cbf_key *key)
 		/* Nine positions per 64-bit word of a counter-mode stream: fresh
 		 * bits for every word, none reused from the block index. */
 		if (left == 0) {
-			bits = mix64(h + ++word * 0x9e3779b97f4a7c15ull);
+			bits = admit_mix64(h + ++word * ADMIT_GOLDEN64);
 			left = 64 / POS_BITS;
 		}
 		p = bits & (BLOCK_COUNTERS - 1);

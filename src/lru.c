@@ -77,7 +77,7 @@
 #include "lru_internal.h"
 #include "rcu.h"
 
-#define CACHELINE 64
+#define CACHELINE ADMIT_CACHELINE
 
 enum seg { SEG_WINDOW, SEG_PROBATION, SEG_PROTECTED, SEG_COUNT };
 
@@ -887,7 +887,7 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 		if (cfg->tinylfu)
 			tc = *cfg->tinylfu;
 		tc.cache_capacity = entries_of(cfg);
-		tc.seed = c->seed ^ 0x9e3779b97f4a7c15ull;
+		tc.seed = c->seed ^ ADMIT_GOLDEN64;
 		st = admit_tinylfu_new_config(&tc, &c->tlfu);
 		if (st != ADMIT_OK)
 			goto out;

@@ -31,7 +31,6 @@
 #define DEFAULT_WARM 6u       /* Caffeine's: a candidate above 5 may win by luck */
 #define DEFAULT_CHANCE_SHIFT 7u /* 1 / 128, also Caffeine's */
 #define DOOR_FPR 0.01
-#define GOLDEN 0x9e3779b97f4a7c15ull
 #define MAX_SAMPLE ((uint64_t)1 << 40)
 
 struct tlfu_stripe {
@@ -58,14 +57,6 @@ struct admit_tinylfu {
 
 	struct tlfu_stripe stripe[STRIPES];
 };
-
-static inline uint64_t
-mix64(uint64_t x)
-{
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
 
 /* Which stripe this thread counts in: handed out round-robin on a thread's
  * first record.  It is only a placement hint, so one process-wide counter
@@ -116,7 +107,8 @@ admit_tinylfu_new_config(const struct admit_tinylfu_config *cfg,
 	                                    : DEFAULT_CHANCE_SHIFT;
 	atomic_flag_clear(&t->aging);
 	for (unsigned i = 0; i < STRIPES; i++)
-		atomic_init(&t->stripe[i].rng, mix64(t->seed + GOLDEN * (i + 1)));
+		atomic_init(&t->stripe[i].rng,
+		            admit_mix64(t->seed + ADMIT_GOLDEN64 * (i + 1)));
 
 	/* At most W/2 keys are seen twice in a sample, and only those reach the
 	 * frequency store; every distinct key of a sample passes the doorkeeper,
@@ -127,7 +119,7 @@ admit_tinylfu_new_config(const struct admit_tinylfu_config *cfg,
 	cc.capacity = half < ADMIT_CUCKOO_MAX_CAPACITY ? half
 	                                               : ADMIT_CUCKOO_MAX_CAPACITY;
 	cc.counting = true;
-	cc.seed = mix64(t->seed) | 1;
+	cc.seed = admit_mix64(t->seed) | 1;
 	st = admit_cuckoo_new(&cc, &t->freq);
 	if (st == ADMIT_OK)
 		st = admit_cbf_new(half < ADMIT_CBF_MAX_ITEMS ? half
@@ -272,8 +264,10 @@ admit_tinylfu_admit_hash(struct admit_tinylfu *t, uint64_t candidate,
 	if (ce < t->warm || t->chance_shift >= 64)
 		return false;
 	/* relaxed: each caller only needs a distinct point of the sequence. */
-	r = mix64(atomic_fetch_add_explicit(&stripe_of_thread(t)->rng, GOLDEN,
-	                                    memory_order_relaxed) + GOLDEN);
+	r = admit_mix64(atomic_fetch_add_explicit(&stripe_of_thread(t)->rng,
+	                                          ADMIT_GOLDEN64,
+	                                          memory_order_relaxed) +
+	                ADMIT_GOLDEN64);
 	if (r >> (64 - t->chance_shift))
 		return false;
 	bump(&t->random_admits);

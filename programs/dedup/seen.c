@@ -14,19 +14,12 @@
 #include <xxhash.h>
 
 #include "dedup.h"
+#include "hash.h" /* admit_mix64, the library's mixer */
 #include "snapfile.h"
 
 /* The library sizes a table for 95 % load; asking for capacity c * 0.95 /
  * alpha items gives a table that is at load alpha with c items. */
 #define LIB_LOAD 0.95
-
-static uint64_t
-mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 /* Probability that one lookup of an absent key matches in one filter:
  * 2 buckets x 4 slots, each holding a given non-zero fingerprint with
@@ -65,7 +58,7 @@ gen_create(const struct dd_seen *s, unsigned shard, unsigned g, uint64_t cap,
 	/* One writer per shard at a time: one stripe is enough, and the
 	 * default stripe array would cost more than a small shard's table. */
 	cfg.stripes = 1;
-	cfg.seed = mix64(s->seed ^ mix64((uint64_t)shard << 8 | g)) | 1;
+	cfg.seed = admit_mix64(s->seed ^ admit_mix64((uint64_t)shard << 8 | g)) | 1;
 	st = admit_cuckoo_new(&cfg, &out->f);
 	if (st != ADMIT_OK)
 		return st;
