@@ -24,6 +24,7 @@
 #include "alloc.h"
 #include "cbf_internal.h"
 #include "cuckoo_internal.h"
+#include "debug.h"
 #include "hash.h"
 
 #define STRIPES 16u           /* power of two */
@@ -102,6 +103,8 @@ admit_tinylfu_new_config(const struct admit_tinylfu_config *cfg,
 	t->window = w;
 	for (t->batch = MAX_BATCH; w % t->batch; t->batch >>= 1)
 		;
+	/* Agings fall on multiples of W only if a batch divides W. */
+	debug_check(t->batch >= 1 && w % t->batch == 0);
 	t->warm = cfg->warm ? cfg->warm : DEFAULT_WARM;
 	t->chance_shift = cfg->chance_shift ? cfg->chance_shift
 	                                    : DEFAULT_CHANCE_SHIFT;
@@ -216,6 +219,9 @@ admit_tinylfu_record_hash(struct admit_tinylfu *t, uint64_t h)
 		uint64_t old = atomic_fetch_add_explicit(&t->total, t->batch,
 		                                         memory_order_relaxed);
 
+		/* The total moves in whole batches, so it crosses each
+		 * multiple of W exactly once. */
+		debug_check(old % t->batch == 0);
 		if ((old + t->batch) / t->window != old / t->window)
 			age(t);
 	}
@@ -233,10 +239,15 @@ admit_tinylfu_record(struct admit_tinylfu *t, const void *key, size_t len)
 unsigned
 admit_tinylfu_estimate_hash(const struct admit_tinylfu *t, uint64_t h)
 {
+	unsigned door, freq;
+
 	if (!t)
 		return 0;
-	return (cbf_estimate_hash(t->door, h) > 0) +
-	       admit_cuckoo_count(t->freq, &h, sizeof(h));
+	door = cbf_estimate_hash(t->door, h);
+	freq = admit_cuckoo_count(t->freq, &h, sizeof(h));
+	/* Counter ranges: a doorkeeper counter and a store counter. */
+	debug_check(door <= ADMIT_CBF_COUNTER_MAX && freq <= COUNTER_MAX);
+	return (door > 0) + freq;
 }
 
 unsigned
@@ -310,5 +321,6 @@ admit_tinylfu_stats(const struct admit_tinylfu *t,
 	                                          memory_order_relaxed);
 	out->freq_entries = admit_cuckoo_size(t->freq);
 	out->freq_slots = admit_cuckoo_slots(t->freq);
+	debug_check(out->freq_entries <= out->freq_slots);
 	return ADMIT_OK;
 }
