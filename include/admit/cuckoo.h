@@ -31,6 +31,8 @@
 extern "C" {
 #endif
 
+ADMIT_API_BEGIN
+
 struct admit_cuckoo;
 
 /*
@@ -318,6 +320,8 @@ enum admit_status admit_cuckoo_save(const struct admit_cuckoo *f,
  * Thread-safety: safe.
  */
 enum admit_status admit_cuckoo_load(const char *path, struct admit_cuckoo **out);
+
+ADMIT_API_END
 
 #ifdef __cplusplus
 }

@@ -55,6 +55,8 @@
 extern "C" {
 #endif
 
+ADMIT_API_BEGIN
+
 struct admit_lru;
 
 enum admit_lru_policy {
@@ -187,6 +189,8 @@ enum admit_status admit_lru_delete(struct admit_lru *c, const void *key,
  */
 enum admit_status admit_lru_stats(struct admit_lru *c,
                                   struct admit_lru_stats *out);
+
+ADMIT_API_END
 
 #ifdef __cplusplus
 }

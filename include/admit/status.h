@@ -4,9 +4,25 @@
 #ifndef ADMIT_STATUS_H
 #define ADMIT_STATUS_H
 
+/*
+ * libadmit is compiled with -fvisibility=hidden: only what a public header
+ * declares between ADMIT_API_BEGIN and ADMIT_API_END is exported, so an
+ * internal function is hidden where it is defined, whatever its name.
+ * (For a user of the headers these change nothing.)
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define ADMIT_API_BEGIN _Pragma("GCC visibility push(default)")
+#define ADMIT_API_END _Pragma("GCC visibility pop")
+#else
+#define ADMIT_API_BEGIN
+#define ADMIT_API_END
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+ADMIT_API_BEGIN
 
 /*
  * The result of every fallible admit call.  ADMIT_OK is 0 so that
@@ -41,6 +57,8 @@ enum admit_status {
  * Thread-safety: safe; returns a pointer to static storage.
  */
 const char *admit_strerror(enum admit_status s);
+
+ADMIT_API_END
 
 #ifdef __cplusplus
 }
