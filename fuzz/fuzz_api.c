@@ -46,7 +46,7 @@ pick_keys(const struct admit_cuckoo *f, struct key *keys)
 	unsigned n = 0;
 
 	for (uint64_t id = 1; n < NKEYS; id++) {
-		struct key k = { stress_mix(id), (size_t)(id % 9) };
+		struct key k = { prng_mix(id), (size_t)(id % 9) };
 		struct cuckoo_pos p;
 		uint64_t sig;
 		bool dup = false;

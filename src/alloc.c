@@ -16,7 +16,7 @@
 #endif
 
 #define HUGE_PAGE ((size_t)2 << 20)
-#define CACHELINE ((size_t)64)
+#define CACHELINE ((size_t)ADMIT_CACHELINE)
 
 /* Fault injection: allocations left before the one that fails (0: off),
  * and allocations seen since the hook was last set. */

@@ -7,6 +7,11 @@
 
 #include <stddef.h>
 
+/* The cache-line size every padded structure and aligned table assumes (x86
+ * and most arm64; Apple's M-series lines are 128, where padding to 64 only
+ * costs some false sharing, never correctness).  The one definition. */
+#define ADMIT_CACHELINE 64
+
 void *admit_malloc(size_t size);
 void *admit_calloc(size_t n, size_t size);
 void  admit_free(void *p);

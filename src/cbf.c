@@ -19,6 +19,7 @@
 
 #include "alloc.h"
 #include "cbf_internal.h"
+#include "debug.h"
 #include "hash.h"
 
 #define BLOCK_WORDS 8
@@ -26,6 +27,7 @@
 #define POS_BITS 7 /* log2(BLOCK_COUNTERS) */
 
 #define NIBBLE_LOW 0x7777777777777777ull /* a halved word's surviving bits */
+#define NIBBLE_ONES 0x1111111111111111ull /* the low bit of every nibble */
 
 struct admit_cbf {
 	_Atomic uint64_t *words;
@@ -41,14 +43,6 @@ struct cbf_key {
 	uint64_t nibbles[BLOCK_WORDS];
 	uint8_t pos[CBF_MAX_HASHES];
 };
-
-static inline uint64_t
-mix64(uint64_t x)
-{
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
 
 static void
 locate(const struct admit_cbf *f, uint64_t h, struct cbf_key *key)
@@ -66,7 +60,7 @@ locate(const struct admit_cbf *f, uint64_t h, struct cbf_key *key)
 		/* Nine positions per 64-bit word of a counter-mode stream: fresh
 		 * bits for every word, none reused from the block index. */
 		if (left == 0) {
-			bits = mix64(h + ++word * 0x9e3779b97f4a7c15ull);
+			bits = admit_mix64(h + ++word * ADMIT_GOLDEN64);
 			left = 64 / POS_BITS;
 		}
 		p = bits & (BLOCK_COUNTERS - 1);
@@ -74,6 +68,19 @@ locate(const struct admit_cbf *f, uint64_t h, struct cbf_key *key)
 		left--;
 		key->pos[i] = (uint8_t)p;
 		key->nibbles[p / 16] |= 1ull << (p % 16 * 4);
+	}
+	if (ADMIT_DEBUG) {
+		/* The block is inside the table, and each word's mask marks
+		 * only nibbles' low bits, at most k of them in all. */
+		unsigned marked = 0;
+
+		debug_check(key->block >= f->words &&
+		            key->block + BLOCK_WORDS <= f->words + f->blocks * BLOCK_WORDS);
+		for (unsigned w = 0; w < BLOCK_WORDS; w++) {
+			debug_check((key->nibbles[w] & ~NIBBLE_ONES) == 0);
+			marked += (unsigned)__builtin_popcountll(key->nibbles[w]);
+		}
+		debug_check(marked >= 1 && marked <= f->k);
 	}
 }
 
@@ -138,6 +145,19 @@ raise_min(const struct cbf_key *key, unsigned k, uint64_t v[BLOCK_WORDS],
 		/* OR, not add: a position drawn twice rises once. */
 		inc[p / 16] |= (uint64_t)(((v[p / 16] >> shift) & 15u) == min) << shift;
 	}
+	/* At least one counter is at the minimum, and every raised one is the
+	 * key's and at min < 15, so the add below cannot carry into the next
+	 * counter. */
+	if (ADMIT_DEBUG) {
+		bool any = false;
+
+		for (unsigned w = 0; w < BLOCK_WORDS; w++) {
+			debug_check((inc[w] & ~key->nibbles[w]) == 0);
+			debug_check(nibbles_equal(v[w], inc[w], min) == inc[w]);
+			any |= inc[w] != 0;
+		}
+		debug_check(any);
+	}
 	for (unsigned w = 0; w < BLOCK_WORDS; w++) {
 		/* min < 15, so adding 1 to those nibbles never carries.
 		 * relaxed: see the file comment (the CAS orders nothing either). */
@@ -171,6 +191,7 @@ admit_cbf_new(uint64_t n, double fpr, uint64_t seed, struct admit_cbf **out)
 		return ADMIT_NOMEM;
 	f->blocks = (uint64_t)ceil(m / BLOCK_COUNTERS);
 	f->k = k < 1 ? 1 : k > CBF_MAX_HASHES ? CBF_MAX_HASHES : (unsigned)k;
+	debug_check(f->blocks >= 1 && f->k >= 1 && f->k <= CBF_MAX_HASHES);
 	f->seed = seed ? seed : admit_random_seed();
 	f->words = admit_table_alloc(admit_cbf_memory(f));
 	if (!f->words) {
@@ -260,6 +281,10 @@ admit_cbf_remove(struct admit_cbf *f, const void *key, size_t len)
 			 * their true value. */
 			uint64_t dec = k.nibbles[w] & ~nibbles_equal(v, k.nibbles[w], 0) &
 			               ~nibbles_equal(v, k.nibbles[w], 15);
+
+			/* Only counters 1 to 14 go down: no borrow. */
+			debug_check(nibbles_equal(v, dec, 0) == 0 &&
+			            nibbles_equal(v, dec, 15) == 0);
 
 			if (!dec || atomic_compare_exchange_weak_explicit(
 			        &k.block[w], &v, v - dec,

@@ -46,6 +46,7 @@
 #include "alloc.h"
 #include "cuckoo_internal.h"
 #include "hash.h"
+#include "snapfile.h"
 
 #define CHAIN_MAGIC "ADMITCHN"
 #define CHAIN_VERSION 1u
@@ -60,38 +61,6 @@ struct admit_chain {
 	uint64_t seed;
 	pthread_rwlock_t grow_lock;
 };
-
-static void
-put32(unsigned char *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void
-put64(unsigned char *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint32_t
-get32(const unsigned char *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static uint64_t
-get64(const unsigned char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
 
 /* Filter i's capacity: the first times expansion^i, held at the largest a
  * filter takes (a chain at that size grows by filters of that size). */
@@ -118,7 +87,7 @@ filter_seed(const struct admit_chain *c, unsigned i)
 	unsigned char b[4];
 	uint64_t s;
 
-	put32(b, i);
+	snap_put32(b, i);
 	s = XXH3_64bits_withSeed(b, sizeof(b), c->seed);
 	return s ? s : 1;
 }
@@ -391,24 +360,24 @@ admit_chain_dump(const struct admit_chain *c, void **buf, size_t *len)
 	if (!b)
 		return ADMIT_NOMEM;
 	memcpy(b, CHAIN_MAGIC, 8);
-	put32(b + 8, CHAIN_VERSION);
-	put32(b + 12, n);
-	put32(b + 16, c->expansion);
-	put32(b + 20, c->max_filters);
-	put32(b + 24, c->stripes);
-	put32(b + 28, 0);
-	put64(b + 32, c->capacity);
-	put64(b + 40, c->seed);
+	snap_put32(b + 8, CHAIN_VERSION);
+	snap_put32(b + 12, n);
+	snap_put32(b + 16, c->expansion);
+	snap_put32(b + 20, c->max_filters);
+	snap_put32(b + 24, c->stripes);
+	snap_put32(b + 28, 0);
+	snap_put64(b + 32, c->capacity);
+	snap_put64(b + 40, c->seed);
 	p = b + CHAIN_HEADER;
 	for (unsigned i = 0; i < n; i++) {
 		const struct admit_cuckoo *f = chain_at(c, i);
 		size_t fl = cuckoo_snapshot_len(f);
 
-		put64(p, fl);
+		snap_put64(p, fl);
 		cuckoo_snapshot_encode(f, p + 8);
 		p += 8 + fl;
 	}
-	put64(p, XXH3_64bits(b, total - 8));
+	snap_put64(p, XXH3_64bits(b, total - 8));
 	*buf = b;
 	*len = total;
 	return ADMIT_OK;
@@ -426,21 +395,21 @@ admit_chain_restore(const void *buf, size_t len, struct admit_chain **out)
 	if ((!buf && len) || !out)
 		return ADMIT_EINVAL;
 	if (len < CHAIN_HEADER + 8 || memcmp(b, CHAIN_MAGIC, 8) != 0 ||
-	    get32(b + 8) != CHAIN_VERSION)
+	    snap_get32(b + 8) != CHAIN_VERSION)
 		return ADMIT_ECORRUPT;
 	/* The outer checksum first: an altered buffer allocates nothing. */
-	if (get64(b + len - 8) != XXH3_64bits(b, len - 8))
+	if (snap_get64(b + len - 8) != XXH3_64bits(b, len - 8))
 		return ADMIT_ECORRUPT;
-	n = get32(b + 12);
-	expansion = get32(b + 16);
-	max_filters = get32(b + 20);
-	stripes = get32(b + 24);
-	capacity = get64(b + 32);
-	seed = get64(b + 40);
+	n = snap_get32(b + 12);
+	expansion = snap_get32(b + 16);
+	max_filters = snap_get32(b + 20);
+	stripes = snap_get32(b + 24);
+	capacity = snap_get64(b + 32);
+	seed = snap_get64(b + 40);
 	if (max_filters == 0 || max_filters > ADMIT_CHAIN_MAX_FILTERS ||
 	    n == 0 || n > max_filters || expansion == 0 ||
 	    expansion > ADMIT_CHAIN_MAX_EXPANSION || !stripes_ok(stripes) ||
-	    get32(b + 28) != 0 || capacity == 0 ||
+	    snap_get32(b + 28) != 0 || capacity == 0 ||
 	    capacity > ADMIT_CUCKOO_MAX_CAPACITY || seed == 0)
 		return ADMIT_ECORRUPT;
 	c = chain_alloc(capacity, expansion, max_filters, stripes, seed);
@@ -454,7 +423,7 @@ admit_chain_restore(const void *buf, size_t len, struct admit_chain **out)
 
 		if ((size_t)(end - p) < 8)
 			goto fail;
-		fl = get64(p);
+		fl = snap_get64(p);
 		p += 8;
 		if (fl > (uint64_t)(end - p))
 			goto fail;
@@ -481,86 +450,42 @@ fail:
 	return st;
 }
 
-static bool
-write_all(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		p += w;
-		n -= (size_t)w;
-	}
-	return true;
-}
-
 enum admit_status
 admit_chain_save(const struct admit_chain *c, const char *path)
 {
 	enum admit_status st;
 	void *buf = NULL;
 	size_t len = 0;
-	char *tmp;
-	int fd;
 
 	if (!c || !path)
 		return ADMIT_EINVAL;
-	tmp = admit_malloc(strlen(path) + sizeof(".tmp.XXXXXX"));
-	if (!tmp)
-		return ADMIT_NOMEM;
 	st = admit_chain_dump(c, &buf, &len);
-	if (st != ADMIT_OK)
-		goto out;
-	st = ADMIT_EIO;
-	strcpy(tmp, path);
-	strcat(tmp, ".tmp.XXXXXX");
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		goto out;
-	if (!write_all(fd, buf, len) || fsync(fd) != 0) {
-		close(fd);
-		(void)unlink(tmp);
-		goto out;
-	}
-	if (close(fd) != 0 || rename(tmp, path) != 0) {
-		(void)unlink(tmp);
-		goto out;
-	}
-	st = ADMIT_OK;
-out:
+	if (st == ADMIT_OK)
+		st = snapfile_write(path, &(struct snapfile_part){ buf, len }, 1);
 	free(buf);
-	admit_free(tmp);
 	return st;
 }
 
 enum admit_status
 admit_chain_load(const char *path, struct admit_chain **out)
 {
-	enum admit_status st = ADMIT_EIO;
+	enum admit_status st;
 	unsigned char *buf = NULL;
-	struct stat sb;
+	uint64_t size;
 	size_t got = 0;
 	int fd;
 
 	if (!path || !out)
 		return ADMIT_EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return ADMIT_EIO;
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+	st = snapfile_open(path, &fd, &size);
+	if (st != ADMIT_OK)
+		return st;
+	st = ADMIT_NOMEM;
+	if (size > SIZE_MAX || !(buf = admit_malloc(size ? (size_t)size : 1)))
 		goto out;
-	buf = admit_malloc(sb.st_size ? (size_t)sb.st_size : 1);
-	if (!buf) {
-		st = ADMIT_NOMEM;
-		goto out;
-	}
-	while (got < (size_t)sb.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)sb.st_size - got);
+	st = ADMIT_EIO;
+	while (got < size) {
+		ssize_t r = read(fd, buf + got, (size_t)size - got);
 
 		if (r < 0 && errno == EINTR)
 			continue;

@@ -20,7 +20,7 @@
 
 #include "hash.h"
 
-#define ADMIT_CACHELINE 64
+#include "alloc.h" /* ADMIT_CACHELINE */
 #define CUCKOO_SLOTS 4
 #define CUCKOO_DEFAULT_STRIPES 4096u
 #define COUNTER_BITS 4

@@ -15,59 +15,29 @@
  *  56  buckets x (slot bits / 2) bytes: the table, each bucket a u32 or u64
  *  end u64 XXH3-64 of every byte before it
  *
- * Loading trusts nothing: the size is checked against the parameters before
- * anything is allocated, and every slot is checked against the mode.
+ * Loading trusts nothing: only a regular file is opened (snapfile_open), the
+ * parameters are checked as admit_cuckoo_new would check them and the size
+ * against them before anything is allocated, and every slot is checked
+ * against the mode.  Saving goes through snapfile_write: a temporary file
+ * renamed over the regular file path names.
  */
 #include "config.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "alloc.h"
 #include "cuckoo_internal.h"
+#include "snapfile.h"
 #include "stripe.h"
 
 #define SNAP_MAGIC "ADMITCKF"
 #define SNAP_VERSION 1u
 #define SNAP_HEADER 56
 #define SNAP_FLAG_COUNTING 1u
-
-static void
-put32(unsigned char *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void
-put64(unsigned char *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint32_t
-get32(const unsigned char *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static uint64_t
-get64(const unsigned char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
 
 static void
 lock_all(struct admit_cuckoo *f)
@@ -82,24 +52,6 @@ unlock_all(struct admit_cuckoo *f)
 {
 	for (uint32_t s = f->stripe_mask + 1; s-- > 0;)
 		stripe_unlock(&f->seq[s]);
-}
-
-static bool
-write_all(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		p += w;
-		n -= (size_t)w;
-	}
-	return true;
 }
 
 size_t
@@ -124,9 +76,9 @@ cuckoo_snapshot_encode(const struct admit_cuckoo *cf, unsigned char *buf)
 	t = buf + SNAP_HEADER;
 	for (uint32_t i = 0; i < f->m; i++) {
 		if (bb == 4)
-			put32(t + (size_t)i * 4, (uint32_t)bucket_load(f, i));
+			snap_put32(t + (size_t)i * 4, (uint32_t)bucket_load(f, i));
 		else
-			put64(t + (size_t)i * 8, bucket_load(f, i));
+			snap_put64(t + (size_t)i * 8, bucket_load(f, i));
 	}
 	/* relaxed: every stripe is held, so no writer is changing these. */
 	for (uint32_t s = 0; s <= f->stripe_mask; s++)
@@ -135,62 +87,32 @@ cuckoo_snapshot_encode(const struct admit_cuckoo *cf, unsigned char *buf)
 	unlock_all(f);
 
 	memcpy(buf, SNAP_MAGIC, 8);
-	put32(buf + 8, SNAP_VERSION);
-	put32(buf + 12, f->counting ? SNAP_FLAG_COUNTING : 0);
-	put32(buf + 16, f->slot_bits);
-	put32(buf + 20, f->stripe_mask + 1);
-	put64(buf + 24, f->capacity);
-	put64(buf + 32, f->m);
-	put64(buf + 40, f->seed);
-	put64(buf + 48, items);
-	put64(buf + len, XXH3_64bits(buf, len));
+	snap_put32(buf + 8, SNAP_VERSION);
+	snap_put32(buf + 12, f->counting ? SNAP_FLAG_COUNTING : 0);
+	snap_put32(buf + 16, f->slot_bits);
+	snap_put32(buf + 20, f->stripe_mask + 1);
+	snap_put64(buf + 24, f->capacity);
+	snap_put64(buf + 32, f->m);
+	snap_put64(buf + 40, f->seed);
+	snap_put64(buf + 48, items);
+	snap_put64(buf + len, XXH3_64bits(buf, len));
 }
 
 enum admit_status
 admit_cuckoo_save(const struct admit_cuckoo *f, const char *path)
 {
-	size_t len;
 	unsigned char *buf;
-	char *tmp = NULL;
-	enum admit_status st = ADMIT_EIO;
-	bool created = false;
-	int fd = -1;
+	size_t len;
+	enum admit_status st;
 
 	if (!f || !path)
 		return ADMIT_EINVAL;
 	len = cuckoo_snapshot_len(f);
 	buf = admit_malloc(len);
-	tmp = admit_malloc(strlen(path) + sizeof(".tmp.XXXXXX"));
-	if (!buf || !tmp) {
-		st = ADMIT_NOMEM;
-		goto out;
-	}
+	if (!buf)
+		return ADMIT_NOMEM;
 	cuckoo_snapshot_encode(f, buf);
-
-	/* Temporary file and rename: a crash leaves the old snapshot or the
-	 * new one under path, never a torn one. */
-	strcpy(tmp, path);
-	strcat(tmp, ".tmp.XXXXXX");
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		goto out;
-	created = true;
-	if (!write_all(fd, buf, len) || fsync(fd) != 0)
-		goto out;
-	if (close(fd) != 0) {
-		fd = -1;
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path) != 0)
-		goto out;
-	st = ADMIT_OK;
-out:
-	if (fd >= 0)
-		close(fd);
-	if (st != ADMIT_OK && created)
-		(void)unlink(tmp);
-	admit_free(tmp);
+	st = snapfile_write(path, &(struct snapfile_part){ buf, len }, 1);
 	admit_free(buf);
 	return st;
 }
@@ -221,49 +143,71 @@ check_bucket(struct admit_cuckoo *f, uint32_t i, uint64_t b)
 	return true;
 }
 
+/* The header's parameters, checked as admit_cuckoo_new would check them;
+ * the same checks for a file and for memory.  *total gets the snapshot's
+ * length in bytes. */
+static bool
+parse_header(const unsigned char *hdr, uint64_t *total)
+{
+	uint32_t flags, bits, stripes;
+	uint64_t capacity, m;
+
+	if (memcmp(hdr, SNAP_MAGIC, 8) != 0 || snap_get32(hdr + 8) != SNAP_VERSION)
+		return false;
+	flags = snap_get32(hdr + 12);
+	bits = snap_get32(hdr + 16);
+	stripes = snap_get32(hdr + 20);
+	capacity = snap_get64(hdr + 24);
+	m = snap_get64(hdr + 32);
+	if ((flags & ~SNAP_FLAG_COUNTING) || (bits != 8 && bits != 16) ||
+	    ((flags & SNAP_FLAG_COUNTING) && bits != 16) ||
+	    stripes == 0 || stripes > ADMIT_CUCKOO_MAX_STRIPES ||
+	    (stripes & (stripes - 1)) || capacity == 0 ||
+	    capacity > ADMIT_CUCKOO_MAX_CAPACITY ||
+	    m != cuckoo_buckets_for(capacity))
+		return false;
+	*total = SNAP_HEADER + m * (bits / 2) + 8;
+	return true;
+}
+
 enum admit_status
 admit_cuckoo_load(const char *path, struct admit_cuckoo **out)
 {
 	unsigned char hdr[SNAP_HEADER], chunk[8192], sum[8];
 	struct admit_cuckoo *f = NULL;
 	XXH3_state_t xs;
-	struct stat sb;
-	enum admit_status st = ADMIT_ECORRUPT;
+	enum admit_status st;
 	uint32_t flags, bits, stripes;
 	uint64_t capacity, m, items, total;
 	size_t bb;
+	uint64_t size;
 	FILE *fp;
+	int fd;
 
 	if (!path || !out)
 		return ADMIT_EINVAL;
-	fp = fopen(path, "rb");
-	if (!fp)
+	st = snapfile_open(path, &fd, &size);
+	if (st != ADMIT_OK)
+		return st;
+	fp = fdopen(fd, "rb");
+	if (!fp) {
+		close(fd);
 		return ADMIT_EIO;
-	if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		st = ADMIT_EIO;
-		goto out;
 	}
-	if (!read_all(fp, hdr, sizeof(hdr)) || memcmp(hdr, SNAP_MAGIC, 8) != 0 ||
-	    get32(hdr + 8) != SNAP_VERSION)
+	st = ADMIT_ECORRUPT;
+	if (!read_all(fp, hdr, sizeof(hdr)) || !parse_header(hdr, &total) ||
+	    size != total)
 		goto out;
-	flags = get32(hdr + 12);
-	bits = get32(hdr + 16);
-	stripes = get32(hdr + 20);
-	capacity = get64(hdr + 24);
-	m = get64(hdr + 32);
-	items = get64(hdr + 48);
-	if ((flags & ~SNAP_FLAG_COUNTING) || (bits != 8 && bits != 16) ||
-	    ((flags & SNAP_FLAG_COUNTING) && bits != 16) ||
-	    stripes == 0 || stripes > ADMIT_CUCKOO_MAX_STRIPES ||
-	    (stripes & (stripes - 1)) || m != cuckoo_buckets_for(capacity))
-		goto out;
+	flags = snap_get32(hdr + 12);
+	bits = snap_get32(hdr + 16);
+	stripes = snap_get32(hdr + 20);
+	capacity = snap_get64(hdr + 24);
+	m = snap_get64(hdr + 32);
+	items = snap_get64(hdr + 48);
 	bb = bits / 2;
-	total = SNAP_HEADER + m * bb + 8;
-	if ((uint64_t)sb.st_size != total)
-		goto out;
 
 	st = cuckoo_create(capacity, (uint32_t)m, bits,
-	                   flags & SNAP_FLAG_COUNTING, stripes, get64(hdr + 40), &f);
+	                   flags & SNAP_FLAG_COUNTING, stripes, snap_get64(hdr + 40), &f);
 	if (st != ADMIT_OK)
 		goto out;
 	st = ADMIT_ECORRUPT;
@@ -279,7 +223,7 @@ admit_cuckoo_load(const char *path, struct admit_cuckoo **out)
 			goto out;
 		XXH3_64bits_update(&xs, chunk, n * bb);
 		for (size_t j = 0; j < n; j++, i++) {
-			uint64_t b = bb == 4 ? get32(chunk + j * 4) : get64(chunk + j * 8);
+			uint64_t b = bb == 4 ? snap_get32(chunk + j * 4) : snap_get64(chunk + j * 8);
 
 			if (!check_bucket(f, (uint32_t)i, b))
 				goto out;
@@ -287,7 +231,7 @@ admit_cuckoo_load(const char *path, struct admit_cuckoo **out)
 			bucket_store(f, (uint32_t)i, b);
 		}
 	}
-	if (!read_all(fp, sum, 8) || get64(sum) != XXH3_64bits_digest(&xs) ||
+	if (!read_all(fp, sum, 8) || snap_get64(sum) != XXH3_64bits_digest(&xs) ||
 	    admit_cuckoo_size(f) != items)
 		goto out;
 	*out = f;
@@ -297,30 +241,6 @@ out:
 	admit_cuckoo_free(f);
 	fclose(fp);
 	return st;
-}
-
-/* The header's parameters, validated; the same checks for a file and for
- * memory.  *total gets the snapshot's length in bytes. */
-static bool
-parse_header(const unsigned char *hdr, uint64_t *total)
-{
-	uint32_t flags, bits, stripes;
-	uint64_t m;
-
-	if (memcmp(hdr, SNAP_MAGIC, 8) != 0 || get32(hdr + 8) != SNAP_VERSION)
-		return false;
-	flags = get32(hdr + 12);
-	bits = get32(hdr + 16);
-	stripes = get32(hdr + 20);
-	m = get64(hdr + 32);
-	if ((flags & ~SNAP_FLAG_COUNTING) || (bits != 8 && bits != 16) ||
-	    ((flags & SNAP_FLAG_COUNTING) && bits != 16) ||
-	    stripes == 0 || stripes > ADMIT_CUCKOO_MAX_STRIPES ||
-	    (stripes & (stripes - 1)) || m < 2 ||
-	    m != cuckoo_buckets_for(get64(hdr + 24)))
-		return false;
-	*total = SNAP_HEADER + m * (bits / 2) + 8;
-	return true;
 }
 
 enum admit_status
@@ -335,18 +255,18 @@ cuckoo_snapshot_decode(const unsigned char *buf, size_t len,
 	if (len < SNAP_HEADER + 8 || !parse_header(buf, &total) || total != len)
 		return ADMIT_ECORRUPT;
 	/* The checksum first: nothing is allocated for an altered buffer. */
-	if (get64(buf + len - 8) != XXH3_64bits(buf, len - 8))
+	if (snap_get64(buf + len - 8) != XXH3_64bits(buf, len - 8))
 		return ADMIT_ECORRUPT;
-	m = get64(buf + 32);
-	bb = get32(buf + 16) / 2;
-	st = cuckoo_create(get64(buf + 24), (uint32_t)m, get32(buf + 16),
-	                   get32(buf + 12) & SNAP_FLAG_COUNTING, get32(buf + 20),
-	                   get64(buf + 40), &f);
+	m = snap_get64(buf + 32);
+	bb = snap_get32(buf + 16) / 2;
+	st = cuckoo_create(snap_get64(buf + 24), (uint32_t)m, snap_get32(buf + 16),
+	                   snap_get32(buf + 12) & SNAP_FLAG_COUNTING, snap_get32(buf + 20),
+	                   snap_get64(buf + 40), &f);
 	if (st != ADMIT_OK)
 		return st;
 	for (uint64_t i = 0; i < m; i++) {
 		const unsigned char *p = buf + SNAP_HEADER + i * bb;
-		uint64_t b = bb == 4 ? get32(p) : get64(p);
+		uint64_t b = bb == 4 ? snap_get32(p) : snap_get64(p);
 
 		if (!check_bucket(f, (uint32_t)i, b)) {
 			admit_cuckoo_free(f);
@@ -355,7 +275,7 @@ cuckoo_snapshot_decode(const unsigned char *buf, size_t len,
 		/* Not yet shared: release is stronger than needed, and free. */
 		bucket_store(f, (uint32_t)i, b);
 	}
-	if (admit_cuckoo_size(f) != get64(buf + 48)) {
+	if (admit_cuckoo_size(f) != snap_get64(buf + 48)) {
 		admit_cuckoo_free(f);
 		return ADMIT_ECORRUPT;
 	}

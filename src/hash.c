@@ -16,5 +16,5 @@ admit_random_seed(void)
 		    (uint64_t)(uintptr_t)&s;
 		s = XXH3_64bits(&s, sizeof(s));
 	}
-	return s ? s : 0x9e3779b97f4a7c15ull;
+	return s ? s : ADMIT_GOLDEN64;
 }

@@ -28,6 +28,22 @@ admit_hash(const void *key, size_t len, uint64_t seed)
 	return XXH3_64bits_withSeed(len ? key : empty, len, seed);
 }
 
+/* 2^64 divided by the golden ratio, rounded to odd: a Weyl-sequence step
+ * that visits every 64-bit value, and a constant that hides no structure. */
+#define ADMIT_GOLDEN64 0x9e3779b97f4a7c15ull
+
+/* splitmix64's finaliser (Steele, Lea and Flood, OOPSLA 2014): a cheap
+ * bijection on 64 bits in which every output bit depends on every input
+ * bit, for deriving independent words from one hash or a counter.  The one
+ * 64-bit mixer in src/. */
+static inline uint64_t
+admit_mix64(uint64_t x)
+{
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
 /* Lemire's multiply-shift: maps x uniformly onto [0, m) without a division,
  * so m need not be a power of two. */
 static inline uint32_t

@@ -77,7 +77,7 @@
 #include "lru_internal.h"
 #include "rcu.h"
 
-#define CACHELINE 64
+#define CACHELINE ADMIT_CACHELINE
 
 enum seg { SEG_WINDOW, SEG_PROBATION, SEG_PROTECTED, SEG_COUNT };
 
@@ -887,7 +887,7 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 		if (cfg->tinylfu)
 			tc = *cfg->tinylfu;
 		tc.cache_capacity = entries_of(cfg);
-		tc.seed = c->seed ^ 0x9e3779b97f4a7c15ull;
+		tc.seed = c->seed ^ ADMIT_GOLDEN64;
 		st = admit_tinylfu_new_config(&tc, &c->tlfu);
 		if (st != ADMIT_OK)
 			goto out;
@@ -953,7 +953,7 @@ admit_lru_get(struct admit_lru *c, const void *key, size_t klen, void *buf,
 		*vlen = e->vlen;
 		if (e->vlen > bufsize) {
 			admit_rcu_read_unlock();
-			return ADMIT_FULL;
+			return ADMIT_EBUFFER;
 		}
 		if (e->vlen)
 			memcpy(buf, e->data + e->klen, e->vlen);
@@ -986,11 +986,11 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 	if (!c || (!key && klen) || (!value && vlen))
 		return ADMIT_EINVAL;
 	if (klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4)
-		return ADMIT_FULL;
+		return ADMIT_ETOOBIG;
 	h = hash_key(c, key, klen);
 	s = shard_of(c, h);
 	if (s->max_bytes && charge_of(klen, vlen) > s->max_bytes)
-		return ADMIT_FULL;
+		return ADMIT_ETOOBIG;
 	e = admit_malloc(sizeof(*e) + klen + vlen);
 	if (!e)
 		return ADMIT_NOMEM;

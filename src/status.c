@@ -13,6 +13,9 @@ admit_strerror(enum admit_status s)
 	case ADMIT_EINVAL:	return "invalid argument";
 	case ADMIT_ECORRUPT:	return "snapshot is corrupt, truncated or not an admit snapshot";
 	case ADMIT_EIO:		return "input/output error";
+	case ADMIT_EBUFFER:	return "buffer too small";
+	case ADMIT_ETOOBIG:	return "item larger than the structure can hold";
+	case ADMIT_ENOTREG:	return "not a regular file";
 	}
 	return "unknown admit status";
 }

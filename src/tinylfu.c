@@ -24,6 +24,7 @@
 #include "alloc.h"
 #include "cbf_internal.h"
 #include "cuckoo_internal.h"
+#include "debug.h"
 #include "hash.h"
 
 #define STRIPES 16u           /* power of two */
@@ -31,7 +32,6 @@
 #define DEFAULT_WARM 6u       /* Caffeine's: a candidate above 5 may win by luck */
 #define DEFAULT_CHANCE_SHIFT 7u /* 1 / 128, also Caffeine's */
 #define DOOR_FPR 0.01
-#define GOLDEN 0x9e3779b97f4a7c15ull
 #define MAX_SAMPLE ((uint64_t)1 << 40)
 /* Keys the frequency store and the doorkeeper are sized for, per cache
  * entry: W/2 at the default W of 10 x capacity (include/admit/tinylfu.h). */
@@ -61,14 +61,6 @@ struct admit_tinylfu {
 
 	struct tlfu_stripe stripe[STRIPES];
 };
-
-static inline uint64_t
-mix64(uint64_t x)
-{
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
 
 /* Which stripe this thread counts in: handed out round-robin on a thread's
  * first record.  It is only a placement hint, so one process-wide counter
@@ -114,12 +106,15 @@ admit_tinylfu_new_config(const struct admit_tinylfu_config *cfg,
 	t->window = w;
 	for (t->batch = MAX_BATCH; w % t->batch; t->batch >>= 1)
 		;
+	/* Agings fall on multiples of W only if a batch divides W. */
+	debug_check(t->batch >= 1 && w % t->batch == 0);
 	t->warm = cfg->warm ? cfg->warm : DEFAULT_WARM;
 	t->chance_shift = cfg->chance_shift ? cfg->chance_shift
 	                                    : DEFAULT_CHANCE_SHIFT;
 	atomic_flag_clear(&t->aging);
 	for (unsigned i = 0; i < STRIPES; i++)
-		atomic_init(&t->stripe[i].rng, mix64(t->seed + GOLDEN * (i + 1)));
+		atomic_init(&t->stripe[i].rng,
+		            admit_mix64(t->seed + ADMIT_GOLDEN64 * (i + 1)));
 
 	/* At most W/2 keys are seen twice in a sample, and only those reach the
 	 * frequency store; every distinct key of a sample passes the doorkeeper,
@@ -139,7 +134,7 @@ admit_tinylfu_new_config(const struct admit_tinylfu_config *cfg,
 	cc.capacity = half < ADMIT_CUCKOO_MAX_CAPACITY ? half
 	                                               : ADMIT_CUCKOO_MAX_CAPACITY;
 	cc.counting = true;
-	cc.seed = mix64(t->seed) | 1;
+	cc.seed = admit_mix64(t->seed) | 1;
 	st = admit_cuckoo_new(&cc, &t->freq);
 	if (st == ADMIT_OK)
 		st = admit_cbf_new(half < ADMIT_CBF_MAX_ITEMS ? half
@@ -236,6 +231,9 @@ admit_tinylfu_record_hash(struct admit_tinylfu *t, uint64_t h)
 		uint64_t old = atomic_fetch_add_explicit(&t->total, t->batch,
 		                                         memory_order_relaxed);
 
+		/* The total moves in whole batches, so it crosses each
+		 * multiple of W exactly once. */
+		debug_check(old % t->batch == 0);
 		if ((old + t->batch) / t->window != old / t->window)
 			age(t);
 	}
@@ -253,10 +251,15 @@ admit_tinylfu_record(struct admit_tinylfu *t, const void *key, size_t len)
 unsigned
 admit_tinylfu_estimate_hash(const struct admit_tinylfu *t, uint64_t h)
 {
+	unsigned door, freq;
+
 	if (!t)
 		return 0;
-	return (cbf_estimate_hash(t->door, h) > 0) +
-	       admit_cuckoo_count(t->freq, &h, sizeof(h));
+	door = cbf_estimate_hash(t->door, h);
+	freq = admit_cuckoo_count(t->freq, &h, sizeof(h));
+	/* Counter ranges: a doorkeeper counter and a store counter. */
+	debug_check(door <= ADMIT_CBF_COUNTER_MAX && freq <= COUNTER_MAX);
+	return (door > 0) + freq;
 }
 
 unsigned
@@ -284,8 +287,10 @@ admit_tinylfu_admit_hash(struct admit_tinylfu *t, uint64_t candidate,
 	if (ce < t->warm || t->chance_shift >= 64)
 		return false;
 	/* relaxed: each caller only needs a distinct point of the sequence. */
-	r = mix64(atomic_fetch_add_explicit(&stripe_of_thread(t)->rng, GOLDEN,
-	                                    memory_order_relaxed) + GOLDEN);
+	r = admit_mix64(atomic_fetch_add_explicit(&stripe_of_thread(t)->rng,
+	                                          ADMIT_GOLDEN64,
+	                                          memory_order_relaxed) +
+	                ADMIT_GOLDEN64);
 	if (r >> (64 - t->chance_shift))
 		return false;
 	bump(&t->random_admits);
@@ -328,5 +333,6 @@ admit_tinylfu_stats(const struct admit_tinylfu *t,
 	                                          memory_order_relaxed);
 	out->freq_entries = admit_cuckoo_size(t->freq);
 	out->freq_slots = admit_cuckoo_slots(t->freq);
+	debug_check(out->freq_entries <= out->freq_slots);
 	return ADMIT_OK;
 }

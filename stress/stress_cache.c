@@ -28,6 +28,7 @@
 #include <admit/admit.h>
 
 #include "cache_value.h"
+#include "prng.h"
 #include "zipf.h"
 
 #define MAX_THREADS 64
@@ -51,21 +52,11 @@ struct worker {
  * cleared to stop them.  seq_cst: a few accesses per run. */
 static atomic_int start_gate, running;
 
-static uint64_t
-splitmix64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static size_t
-make_value(unsigned char *v, uint64_t key, uint64_t writer, uint64_t *rng)
+make_value(unsigned char *v, uint64_t key, uint64_t writer, struct prng *rng)
 {
 	size_t len = CACHE_VALUE_MIN +
-	             (size_t)(splitmix64(rng) % (MAX_VALUE - CACHE_VALUE_MIN + 1));
+	             (size_t)(prng_next(rng) % (MAX_VALUE - CACHE_VALUE_MIN + 1));
 
 	return cache_value_make(v, len, key, writer);
 }
@@ -77,16 +68,16 @@ check_value(const unsigned char *v, size_t len, uint64_t key)
 }
 
 static uint64_t
-zipf_key(const double *cdf, uint64_t n, uint64_t *rng)
+zipf_key(const double *cdf, uint64_t n, struct prng *rng)
 {
-	return zipf_rank(cdf, n, (double)(splitmix64(rng) >> 11) * 0x1p-53);
+	return zipf_rank(cdf, n, prng_unit(rng));
 }
 
 static void *
 work(void *arg)
 {
 	struct worker *w = arg;
-	uint64_t rng = w->cfg->seed * 0x100000001b3ull + w->id;
+	struct prng rng = { w->cfg->seed * 0x100000001b3ull + w->id };
 	unsigned char buf[MAX_VALUE];
 
 	atomic_fetch_add(&start_gate, -1);
@@ -95,7 +86,7 @@ work(void *arg)
 	while (atomic_load(&running)) {
 		for (int batch = 0; batch < 256; batch++) {
 			uint64_t key = zipf_key(w->cdf, w->cfg->keys, &rng);
-			unsigned op = (unsigned)(splitmix64(&rng) % 100);
+			unsigned op = (unsigned)(prng_next(&rng) % 100);
 			enum admit_status st;
 			size_t len;
 

@@ -1,5 +1,5 @@
 /*
- * stress_common.h - what the stress harnesses share: a seeded PRNG, keys
+ * stress_common.h - what the stress harnesses share: the tests' PRNG, keys
  * whose filter signatures are all distinct, a clock, and failure reporting.
  *
  * Harness state shared between threads uses seq_cst atomics throughout:
@@ -20,35 +20,11 @@
 #include <unistd.h>
 
 #include "cuckoo_internal.h"
+#include "prng.h"
 
-/* splitmix64: a bijection, so distinct ids give distinct keys. */
-static inline uint64_t
-stress_mix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-/* xoshiro-style state is overkill here: splitmix64 over a counter is a
- * good, seedable, per-thread generator. */
-struct stress_rng {
-	uint64_t s;
-};
-
-static inline uint64_t
-stress_next(struct stress_rng *r)
-{
-	return stress_mix(r->s++);
-}
-
-/* Uniform in [0, n), n > 0. */
-static inline uint64_t
-stress_below(struct stress_rng *r, uint64_t n)
-{
-	return (uint64_t)(((unsigned __int128)stress_next(r) * n) >> 64);
-}
+/* The generator (struct prng, prng_next, prng_below) and the key mixer
+ * (prng_mix, a bijection, so distinct ids give distinct keys) are the
+ * tests' own: tests/util/prng.h. */
 
 static inline double
 stress_now(void)
@@ -65,7 +41,7 @@ stress_seed_from_clock(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return stress_mix((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+	return prng_mix((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
 	                  (uint64_t)getpid()) | 1;
 }
 
@@ -108,13 +84,13 @@ stress_distinct_keys(const struct admit_cuckoo *f, size_t n, uint64_t seed)
 		exit(2);
 	}
 	for (size_t got = 0; got < n; id++) {
-		uint64_t key = stress_mix(id), sig;
+		uint64_t key = prng_mix(id), sig;
 		struct cuckoo_pos p;
 		size_t h;
 
 		cuckoo_locate(f, &key, sizeof(key), &p);
 		sig = ((uint64_t)(p.i1 < p.i2 ? p.i1 : p.i2) << 32 | p.fp) + 1;
-		for (h = stress_mix(sig) & (cap - 1); set[h] && set[h] != sig;
+		for (h = prng_mix(sig) & (cap - 1); set[h] && set[h] != sig;
 		     h = (h + 1) & (cap - 1))
 			;
 		if (set[h])

@@ -89,7 +89,7 @@ struct thr {
 	pthread_t tid;
 	struct run *r;
 	unsigned id;
-	struct stress_rng rng;
+	struct prng rng;
 	uint64_t ops[OP_N];
 	uint64_t inserted, deleted; /* entries created and removed (membership) */
 	uint64_t full, skipped, unique_rounds, unique_full_rounds;
@@ -222,7 +222,7 @@ check_many(struct thr *t)
 	bool out[MANY];
 
 	for (int j = 0; j < MANY; j++) {
-		k[j] = stress_below(&t->rng, owned);
+		k[j] = prng_below(&t->rng, owned);
 		keys[j] = key_of(r, k[j]);
 		lens[j] = sizeof(uint64_t);
 		s1[j] = atomic_load(&r->state[k[j]]);
@@ -258,7 +258,7 @@ shared_op(struct thr *t, uint64_t i)
 	uint64_t k = r->o->keys * r->o->threads + i;
 	enum admit_status st;
 
-	switch (stress_below(&t->rng, 4)) {
+	switch (prng_below(&t->rng, 4)) {
 	case 0: /* insert a copy, then confirm it */
 		if (atomic_load(&r->conf[i]) >= SHARED_MAX)
 			break;
@@ -434,7 +434,7 @@ counting_other(struct thr *t, uint64_t k, bool bump)
 static enum op
 pick(struct thr *t)
 {
-	uint64_t x = stress_below(&t->rng, t->r->mix_total);
+	uint64_t x = prng_below(&t->rng, t->r->mix_total);
 
 	for (int op = 0; op < OP_N; op++) {
 		if (x < t->r->o->mix[op])
@@ -498,22 +498,22 @@ worker(void *arg)
 	pthread_barrier_wait(&r->gate);
 	for (uint64_t n = 0; !atomic_load(&r->stop) && (!o->ops || n < o->ops); n++) {
 		enum op op = pick(t);
-		uint64_t k = own0 + stress_below(&t->rng, o->keys);
+		uint64_t k = own0 + prng_below(&t->rng, o->keys);
 
 		if (!o->counting) {
 			if (op == OP_OTHER)
-				check_other(t, stress_below(&t->rng, owned));
+				check_other(t, prng_below(&t->rng, owned));
 			else if (op == OP_MANY)
 				check_many(t);
 			else if (op == OP_SHARED && o->shared)
-				shared_op(t, stress_below(&t->rng, o->shared));
+				shared_op(t, prng_below(&t->rng, o->shared));
 			else if (op <= OP_CONTAINS)
 				own_op(t, op, k);
 		} else {
 			if (op == OP_OTHER)
-				counting_other(t, stress_below(&t->rng, owned), false);
+				counting_other(t, prng_below(&t->rng, owned), false);
 			else if (op == OP_SHARED && o->shared)
-				counting_other(t, owned + stress_below(&t->rng, o->shared), true);
+				counting_other(t, owned + prng_below(&t->rng, o->shared), true);
 			else if (op == OP_INCREMENT || op == OP_DELETE ||
 			         op == OP_CONTAINS || op == OP_COUNT)
 				counting_op(t, op, k);
@@ -728,7 +728,7 @@ main(int argc, char **argv)
 	for (unsigned i = 0; i < o.threads; i++) {
 		th[i].r = &r;
 		th[i].id = i;
-		th[i].rng.s = stress_mix(o.seed + i);
+		th[i].rng.s = prng_mix(o.seed + i);
 		th[i].lo = calloc(o.keys, 1);
 		th[i].hi = calloc(o.keys, 1);
 		th[i].lastg = calloc(o.keys, sizeof(uint64_t));

@@ -73,7 +73,7 @@ struct thr {
 	pthread_t tid;
 	struct run *r;
 	unsigned id;
-	struct stress_rng rng;
+	struct prng rng;
 	struct event *ev;
 	uint64_t nev;
 	uint64_t head, tail;  /* the filler FIFO */
@@ -103,7 +103,7 @@ tracked_op(struct thr *t)
 {
 	struct run *r = t->r;
 	struct event *e = &t->ev[t->nev++];
-	uint64_t x = stress_next(&t->rng);
+	uint64_t x = prng_next(&t->rng);
 	unsigned k = (unsigned)((x >> 8) % r->o->keys);
 	const uint64_t *key = &r->keys[k];
 
@@ -180,7 +180,7 @@ memo_add(struct memo *m, uint64_t state)
 		*m = big;
 	}
 	state++; /* 0 marks an empty slot */
-	for (h = stress_mix(state) & (m->cap - 1); m->slot[h];
+	for (h = prng_mix(state) & (m->cap - 1); m->slot[h];
 	     h = (h + 1) & (m->cap - 1))
 		if (m->slot[h] == state)
 			return false;
@@ -405,7 +405,7 @@ main(int argc, char **argv)
 	r.keys = stress_distinct_keys(r.f, o.keys + (uint64_t)o.fillers * o.threads, o.seed);
 	pthread_barrier_init(&r.gate, NULL, o.threads + 1);
 	for (unsigned t = 0; t < o.threads; t++) {
-		th[t] = (struct thr){ .r = &r, .id = t, .rng = { stress_mix(o.seed + t) } };
+		th[t] = (struct thr){ .r = &r, .id = t, .rng = { prng_mix(o.seed + t) } };
 		th[t].ev = malloc(o.ops * sizeof(struct event));
 		if (!th[t].ev || pthread_create(&th[t].tid, NULL, worker, &th[t]))
 			return 2;

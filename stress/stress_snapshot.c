@@ -44,7 +44,7 @@ struct thr {
 	pthread_t tid;
 	struct run *r;
 	unsigned id;
-	struct stress_rng rng;
+	struct prng rng;
 	uint64_t ops;
 };
 
@@ -56,10 +56,10 @@ writer(void *arg)
 
 	while (!atomic_load(&r->stop)) {
 		uint64_t k = t->id * r->keys_per_thread +
-		             stress_below(&t->rng, r->keys_per_thread);
+		             prng_below(&t->rng, r->keys_per_thread);
 		uint32_t s = atomic_load(&r->state[k]);
 		unsigned c = s & ST_COUNT;
-		bool add = c == 0 || (c < MAX_COPIES && stress_next(&t->rng) & 1);
+		bool add = c == 0 || (c < MAX_COPIES && prng_next(&t->rng) & 1);
 		enum admit_status st;
 
 		atomic_store(&r->state[k], s | ST_BUSY);
@@ -183,7 +183,7 @@ main(int argc, char **argv)
 	if (!r.state || !before || !after || !th)
 		return 2;
 	for (unsigned i = 0; i < threads; i++) {
-		th[i] = (struct thr){ .r = &r, .id = i, .rng = { stress_mix(seed + i) } };
+		th[i] = (struct thr){ .r = &r, .id = i, .rng = { prng_mix(seed + i) } };
 		if (pthread_create(&th[i].tid, NULL, writer, &th[i]))
 			return 2;
 	}

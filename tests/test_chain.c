@@ -300,9 +300,10 @@ START_TEST(test_save_load)
 	ck_assert_int_eq(admit_cuckoo_save(f, cpath), ADMIT_OK);
 	d = NULL;
 	ck_assert_int_eq(admit_chain_load(cpath, &d), ADMIT_ECORRUPT);
-	ck_assert_int_eq(admit_chain_load(dir, &d), ADMIT_EIO);
+	ck_assert_int_eq(admit_chain_load(dir, &d), ADMIT_ENOTREG);
 	ck_assert_ptr_null(d);
 	ck_assert_int_eq(admit_chain_save(c, "/nonexistent/dir/x"), ADMIT_EIO);
+	ck_assert_int_eq(admit_chain_save(c, dir), ADMIT_ENOTREG);
 	admit_cuckoo_free(f);
 	unlink(path);
 	unlink(cpath);

@@ -35,9 +35,36 @@ make(uint64_t capacity, unsigned bits, bool counting)
 	return f;
 }
 
+/* Each code has its own message, saying what happened (ADMIT_FULL once
+ * stood for a small buffer and an oversized item too). */
 START_TEST(test_strerror)
 {
-	for (int s = ADMIT_OK; s <= ADMIT_EIO; s++) {
+	static const struct {
+		enum admit_status s;
+		const char *m;
+	} want[] = {
+		{ ADMIT_OK, "success" },
+		{ ADMIT_FULL, "filter is full" },
+		{ ADMIT_EXISTS, "key already present" },
+		{ ADMIT_NOTFOUND, "key not found" },
+		{ ADMIT_REJECTED, "candidate rejected by admission policy" },
+		{ ADMIT_NOMEM, "out of memory" },
+		{ ADMIT_EINVAL, "invalid argument" },
+		{ ADMIT_ECORRUPT, "snapshot is corrupt, truncated or not an admit snapshot" },
+		{ ADMIT_EIO, "input/output error" },
+		{ ADMIT_EBUFFER, "buffer too small" },
+		{ ADMIT_ETOOBIG, "item larger than the structure can hold" },
+		{ ADMIT_ENOTREG, "not a regular file" },
+	};
+
+	/* Values are a promise: appended, never renumbered. */
+	ck_assert_int_eq(ADMIT_EIO, 8);
+	ck_assert_int_eq(ADMIT_EBUFFER, 9);
+	ck_assert_int_eq(ADMIT_ETOOBIG, 10);
+	ck_assert_int_eq(ADMIT_ENOTREG, 11);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		ck_assert_str_eq(admit_strerror(want[i].s), want[i].m);
+	for (int s = ADMIT_OK; s <= ADMIT_ENOTREG; s++) {
 		const char *m = admit_strerror((enum admit_status)s);
 
 		ck_assert_ptr_nonnull(m);

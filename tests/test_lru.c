@@ -198,7 +198,7 @@ START_TEST(test_byte_capacity)
 	ck_assert_uint_gt(st.entries, 0);
 	ck_assert_uint_gt(st.bytes, BYTES / 2);
 	/* An entry that cannot fit a shard is refused, the cache unchanged. */
-	ck_assert_int_eq(admit_lru_set(c, "big", 3, val, BYTES / 4), ADMIT_FULL);
+	ck_assert_int_eq(admit_lru_set(c, "big", 3, val, BYTES / 4), ADMIT_ETOOBIG);
 	ck_assert_int_eq(admit_lru_stats(c, &after), ADMIT_OK);
 	ck_assert_uint_eq(after.bytes, st.bytes);
 	ck_assert_uint_eq(after.entries, st.entries);
@@ -338,10 +338,10 @@ START_TEST(test_small_buffer)
 	size_t vlen = 0;
 
 	ck_assert_int_eq(admit_lru_set(c, "k", 1, "0123456789", 10), ADMIT_OK);
-	ck_assert_int_eq(admit_lru_get(c, "k", 1, buf, 5, &vlen), ADMIT_FULL);
+	ck_assert_int_eq(admit_lru_get(c, "k", 1, buf, 5, &vlen), ADMIT_EBUFFER);
 	ck_assert_uint_eq(vlen, 10);
 	ck_assert_str_eq(buf, "untouched");
-	ck_assert_int_eq(admit_lru_get(c, "k", 1, NULL, 0, &vlen), ADMIT_FULL);
+	ck_assert_int_eq(admit_lru_get(c, "k", 1, NULL, 0, &vlen), ADMIT_EBUFFER);
 	ck_assert_uint_eq(vlen, 10);
 	admit_lru_stats(c, &st);
 	ck_assert_uint_eq(st.hits + st.misses, 0);

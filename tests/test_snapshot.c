@@ -8,6 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define XXH_INLINE_ALL /* no link dependency on libxxhash */
+#include <xxhash.h>
+
 #include <admit/admit.h>
 
 #include "testutil.h"
@@ -114,7 +117,7 @@ START_TEST(test_load_errors)
 	ck_assert_int_eq(admit_cuckoo_load(NULL, &g), ADMIT_EINVAL);
 	ck_assert_int_eq(admit_cuckoo_load(path, NULL), ADMIT_EINVAL);
 	ck_assert_int_eq(admit_cuckoo_load(path, &g), ADMIT_EIO); /* missing */
-	ck_assert_int_eq(admit_cuckoo_load(dir, &g), ADMIT_EIO);  /* a directory */
+	ck_assert_int_eq(admit_cuckoo_load(dir, &g), ADMIT_ENOTREG); /* a directory */
 	spill((const unsigned char *)"", 0);
 	ck_assert_int_eq(admit_cuckoo_load(path, &g), ADMIT_ECORRUPT);
 	spill((const unsigned char *)"hello world, this is not a filter at all, "
@@ -182,6 +185,97 @@ START_TEST(test_damaged_files)
 }
 END_TEST
 
+/*
+ * A FIFO with no writer: opening it for reading blocks, so load must look at
+ * the kind of file without waiting for a writer, and refuse it.  (Check's
+ * per-test timeout fails this test if load blocks.)
+ */
+START_TEST(test_load_fifo)
+{
+	struct admit_cuckoo *g = (struct admit_cuckoo *)0x1;
+
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	ck_assert_int_eq(admit_cuckoo_load(path, &g), ADMIT_ENOTREG);
+	ck_assert_ptr_eq(g, (struct admit_cuckoo *)0x1);
+}
+END_TEST
+
+/*
+ * Save replaces only a regular file: through a symlink it writes the file
+ * the link names (the link stays a link); a directory, a FIFO or a device
+ * is refused and left as it was.
+ */
+START_TEST(test_save_targets)
+{
+	struct admit_cuckoo *f = make(20, 16, false, 3);
+	struct admit_cuckoo *g = NULL;
+	char link[sizeof(dir) + 16], sub[sizeof(dir) + 16];
+	struct stat sb;
+
+	ck_assert_int_eq(admit_cuckoo_insert(f, KEY(1)), ADMIT_OK);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	ck_assert_int_eq(symlink("f.snap", link), 0);
+	ck_assert_int_eq(admit_cuckoo_save(f, link), ADMIT_OK);
+	ck_assert_int_eq(lstat(link, &sb), 0);
+	ck_assert(S_ISLNK(sb.st_mode));
+	ck_assert_int_eq(lstat(path, &sb), 0);
+	ck_assert(S_ISREG(sb.st_mode));
+	ck_assert_int_eq(admit_cuckoo_load(path, &g), ADMIT_OK);
+	ck_assert(admit_cuckoo_contains(g, KEY(1)));
+	admit_cuckoo_free(g);
+	/* Again, now that the link's target exists. */
+	ck_assert_int_eq(admit_cuckoo_save(f, link), ADMIT_OK);
+	ck_assert_int_eq(lstat(link, &sb), 0);
+	ck_assert(S_ISLNK(sb.st_mode));
+	ck_assert_int_eq(unlink(link), 0);
+
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	ck_assert_int_eq(admit_cuckoo_save(f, sub), ADMIT_ENOTREG);
+	ck_assert_int_eq(lstat(sub, &sb), 0);
+	ck_assert(S_ISDIR(sb.st_mode));
+	ck_assert_int_eq(rmdir(sub), 0);
+	ck_assert_int_eq(admit_cuckoo_save(f, "/dev/null"), ADMIT_ENOTREG);
+	ck_assert_int_eq(lstat("/dev/null", &sb), 0);
+	ck_assert(S_ISCHR(sb.st_mode));
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	ck_assert_int_eq(admit_cuckoo_save(f, path), ADMIT_ENOTREG);
+	ck_assert_int_eq(lstat(path, &sb), 0);
+	ck_assert(S_ISFIFO(sb.st_mode));
+	admit_cuckoo_free(f);
+}
+END_TEST
+
+/*
+ * A header with capacity 0 and 0 buckets, the size and checksum right for
+ * it: a damaged file (ADMIT_ECORRUPT), not a failed allocation.
+ */
+START_TEST(test_load_capacity_zero)
+{
+	struct admit_cuckoo *f = make(20, 16, false, 5);
+	struct admit_cuckoo *g = (struct admit_cuckoo *)0x1;
+	unsigned char *orig, buf[64];
+	uint64_t sum;
+	size_t len;
+
+	ck_assert_int_eq(admit_cuckoo_save(f, path), ADMIT_OK);
+	orig = slurp(&len);
+	ck_assert_uint_ge(len, 56);
+	memcpy(buf, orig, 56);
+	memset(buf + 24, 0, 16);	/* capacity and buckets */
+	memset(buf + 48, 0, 8);		/* items */
+	sum = XXH3_64bits(buf, 56);
+	for (int i = 0; i < 8; i++)
+		buf[56 + i] = (unsigned char)(sum >> (8 * i));
+	spill(buf, 64);
+	ck_assert_int_eq(admit_cuckoo_load(path, &g), ADMIT_ECORRUPT);
+	ck_assert_ptr_eq(g, (struct admit_cuckoo *)0x1);
+	free(orig);
+	admit_cuckoo_free(f);
+}
+END_TEST
+
 Suite *
 snapshot_suite(void)
 {
@@ -192,6 +286,9 @@ snapshot_suite(void)
 	tcase_add_loop_test(tc, test_save_load, 0, 3);
 	tcase_add_test(tc, test_load_errors);
 	tcase_add_loop_test(tc, test_damaged_files, 0, 3);
+	tcase_add_test(tc, test_load_fifo);
+	tcase_add_test(tc, test_save_targets);
+	tcase_add_test(tc, test_load_capacity_zero);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -32,6 +32,8 @@
 extern "C" {
 #endif
 
+ADMIT_API_BEGIN
+
 struct admit_cbf;
 
 /* Largest counter value: counters saturate here. */
@@ -150,6 +152,8 @@ enum admit_status admit_cbf_clear(struct admit_cbf *f);
 uint64_t admit_cbf_counters(const struct admit_cbf *f);
 unsigned admit_cbf_hashes(const struct admit_cbf *f);
 size_t admit_cbf_memory(const struct admit_cbf *f);
+
+ADMIT_API_END
 
 #ifdef __cplusplus
 }

@@ -42,6 +42,8 @@
 extern "C" {
 #endif
 
+ADMIT_API_BEGIN
+
 struct admit_chain;
 
 /* Most filters in one chain: this is what bounds the false-positive rate. */
@@ -216,7 +218,11 @@ enum admit_status admit_chain_restore(const void *buf, size_t len,
  * admit_chain_save - admit_chain_dump() into a file, written beside path and
  * renamed into place (a crash never leaves a torn file under path).
  *
- * Errors: ADMIT_EINVAL if c or path is NULL; ADMIT_NOMEM; ADMIT_EIO.
+ * A symlink is followed to the file it names.
+ *
+ * Errors: ADMIT_EINVAL if c or path is NULL; ADMIT_ENOTREG if path names a
+ * directory, FIFO, device or socket (nothing is written); ADMIT_NOMEM;
+ * ADMIT_EIO.
  *
  * Thread-safety: safe.
  */
@@ -227,12 +233,15 @@ enum admit_status admit_chain_save(const struct admit_chain *c,
  * admit_chain_load - admit_chain_restore() from a file written by
  * admit_chain_save().
  *
- * Errors: ADMIT_EINVAL if path or out is NULL; ADMIT_EIO if it cannot be
- * read; ADMIT_ECORRUPT; ADMIT_NOMEM.  On error *out is left untouched.
+ * Errors: ADMIT_EINVAL if path or out is NULL; ADMIT_ENOTREG if path is not
+ * a regular file (a FIFO is refused at once, not waited on); ADMIT_EIO if it
+ * cannot be read; ADMIT_ECORRUPT; ADMIT_NOMEM.  On error *out is left untouched.
  *
  * Thread-safety: safe.
  */
 enum admit_status admit_chain_load(const char *path, struct admit_chain **out);
+
+ADMIT_API_END
 
 #ifdef __cplusplus
 }

@@ -31,6 +31,8 @@
 extern "C" {
 #endif
 
+ADMIT_API_BEGIN
+
 struct admit_cuckoo;
 
 /*
@@ -283,15 +285,19 @@ enum admit_status admit_cuckoo_stats(const struct admit_cuckoo *f,
  *
  * The file holds a magic, format version, all parameters including the seed,
  * the table in little-endian order (portable between machines) and an XXH3
- * checksum.  It is written to a temporary file beside path and renamed into
- * place, so a crash never leaves a half-written snapshot under path.
+ * checksum.  It is written to a temporary file (mode 0600) beside the file
+ * path names and renamed into place, so a crash never leaves a half-written
+ * snapshot under path.  Only a regular file is replaced: a symlink is
+ * followed to the file it names, which is written (the link stays).
  *
  * Every stripe is held while the table is copied in memory (not during the
  * disk write): every writer and every lookup waits for that copy, a few
  * milliseconds per 10 M items.  The snapshot is exact at that instant.
  *
  * Errors: ADMIT_EINVAL if f or path is NULL; ADMIT_NOMEM if the copy cannot
- * be allocated; ADMIT_EIO if the file cannot be written.
+ * be allocated; ADMIT_ENOTREG if path names a directory, FIFO, device or
+ * socket (it is left alone); ADMIT_EIO if the file cannot be written (errno
+ * says why).
  *
  * Thread-safety: safe.
  */
@@ -305,13 +311,17 @@ enum admit_status admit_cuckoo_save(const struct admit_cuckoo *f,
  * The file is fully validated (magic, version, parameters, size, checksum and
  * the contents of every slot) before a filter is returned.
  *
- * Errors: ADMIT_EINVAL if path or out is NULL; ADMIT_EIO if the file cannot be
- * opened or read; ADMIT_ECORRUPT if it is truncated, altered, or not an admit
- * cuckoo snapshot; ADMIT_NOMEM.  On error *out is left untouched.
+ * Errors: ADMIT_EINVAL if path or out is NULL; ADMIT_ENOTREG if path names
+ * anything but a regular file (a FIFO is refused without waiting for a
+ * writer); ADMIT_EIO if the file cannot be opened or read; ADMIT_ECORRUPT if
+ * it is truncated, altered, or not an admit cuckoo snapshot; ADMIT_NOMEM.
+ * On error *out is left untouched.
  *
  * Thread-safety: safe.
  */
 enum admit_status admit_cuckoo_load(const char *path, struct admit_cuckoo **out);
+
+ADMIT_API_END
 
 #ifdef __cplusplus
 }

@@ -55,6 +55,8 @@
 extern "C" {
 #endif
 
+ADMIT_API_BEGIN
+
 struct admit_lru;
 
 enum admit_lru_policy {
@@ -136,15 +138,15 @@ void admit_lru_free(struct admit_lru *c);
  * its length; the hit is counted, the key is marked recently used and its
  * frequency recorded.  When the value is longer than bufsize, nothing is
  * copied, nothing is counted or moved, *vlen is set to the length needed and
- * ADMIT_FULL is returned: call again with a big enough buffer.  buf may be
- * NULL when bufsize is 0 (a way to ask for the length).
+ * ADMIT_EBUFFER is returned: call again with a big enough buffer.  buf may
+ * be NULL when bufsize is 0 (a way to ask for the length).
  * The value copied is the one a set stored, whole, even while another
  * thread replaces or deletes the key.  The hit or miss is counted, and the
  * entry moved, when the shard's buffer of accesses is next applied, before
  * any later set, delete or stats sees the shard.
  * Errors: ADMIT_NOTFOUND (a miss, counted; record the key's frequency by
- * calling admit_lru_set when you fetch it), ADMIT_FULL (buffer too small),
- * ADMIT_EINVAL (c or vlen NULL, key NULL with klen > 0, buf NULL with
+ * calling admit_lru_set when you fetch it), ADMIT_EBUFFER (buffer too
+ * small), ADMIT_EINVAL (c or vlen NULL, key NULL with klen > 0, buf NULL with
  * bufsize > 0).
  * Thread-safety: any thread; takes the key's shard mutex only when the
  * shard's buffer of accesses is full or its index is growing; a hit's
@@ -162,8 +164,9 @@ enum admit_status admit_lru_get(struct admit_lru *c, const void *key,
  * victim, and the one TinyLFU rates lower leaves.
  * Returns ADMIT_OK when the new value is in the cache; ADMIT_REJECTED when
  * admission turned the new entry itself away (any old value of the key is
- * gone too); ADMIT_FULL when the entry alone is larger than a shard's byte
- * capacity (the cache is unchanged); ADMIT_NOMEM (the cache is unchanged);
+ * gone too); ADMIT_ETOOBIG when the entry alone is larger than a shard's byte
+ * capacity, or the key or value is longer than SIZE_MAX / 4 (the cache is
+ * unchanged); ADMIT_NOMEM (the cache is unchanged);
  * ADMIT_EINVAL (c NULL, key or value NULL with a length > 0).
  * Thread-safety: any thread; takes the key's shard mutex only.
  */
@@ -186,6 +189,8 @@ enum admit_status admit_lru_delete(struct admit_lru *c, const void *key,
  */
 enum admit_status admit_lru_stats(struct admit_lru *c,
                                   struct admit_lru_stats *out);
+
+ADMIT_API_END
 
 #ifdef __cplusplus
 }

@@ -43,6 +43,8 @@
 extern "C" {
 #endif
 
+ADMIT_API_BEGIN
+
 struct admit_tinylfu;
 
 /*
@@ -191,6 +193,8 @@ struct admit_tinylfu_stats {
  */
 enum admit_status admit_tinylfu_stats(const struct admit_tinylfu *t,
                                       struct admit_tinylfu_stats *out);
+
+ADMIT_API_END
 
 #ifdef __cplusplus
 }

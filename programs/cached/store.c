@@ -195,7 +195,7 @@ store(struct cached_store *st, struct cached_scratch *s, const char *key,
 	case ADMIT_OK:
 	case ADMIT_REJECTED:  /* stored, then evicted at once by admission */
 		return CACHED_STORED;
-	case ADMIT_FULL:
+	case ADMIT_ETOOBIG:
 		return CACHED_TOO_LARGE;
 	default:
 		return CACHED_NOMEM;

@@ -51,6 +51,11 @@ for j in 1 2; do
 done
 run "admit-dedup -j 2 (default capacity: grows)" "$dd" -j 2
 S[grow]=$secs R[grow]=$rss
+# A small horizon must cost what a large one does (issue 14: 80 to 200x).
+for h in 1 1000000; do
+	run "admit-dedup -j 2 --horizon $h" "$dd" -j 2 --horizon "$h"
+	S[h$h]=$secs R[h$h]=$rss
+done
 
 echo
 for k in j1 j2 grow; do
@@ -58,3 +63,5 @@ for k in j1 j2 grow; do
 		"$k" "$(calc "${S[awk]} / ${S[$k]}")" "$(calc "${R[$k]} / ${R[awk]}")" \
 		"$(calc "${S[sort]} / ${S[$k]}")" "$(calc "${R[$k]} / ${R[sort]}")"
 done
+printf 'admit-dedup --horizon 1 vs --horizon 1000000: %5.2fx the time (target <= 2)\n' \
+	"$(calc "${S[h1]} / ${S[h1000000]}")"

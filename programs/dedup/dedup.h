@@ -7,8 +7,8 @@
  * of filters: lookups check every filter of the chain, inserts go to the
  * newest, and a full newest filter gets a successor twice as large.
  *
- * With a window, a ring remembers (h, filter) of the last `window` admitted
- * keys, so a key leaving the window is deleted from exactly the filter that
+ * With a horizon, a ring remembers (h, filter) of the last `horizon` admitted
+ * keys, so a key leaving the horizon is deleted from exactly the filter that
  * holds it.
  *
  * A shard is used by one thread at a time (see main.c for why); a dd_seen
@@ -27,7 +27,7 @@
 #define DD_MAX_GENS 48u
 
 struct dd_gen {
-	struct admit_cuckoo *f; /* NULL once the window emptied and freed it */
+	struct admit_cuckoo *f; /* NULL once the horizon emptied and freed it */
 	uint64_t cap;           /* items it takes before a successor is chained */
 	uint64_t live;          /* items inserted and not deleted */
 	uint64_t slots;
@@ -43,10 +43,10 @@ struct dd_shard {
 struct dd_params {
 	uint64_t capacity; /* distinct keys the first filters must hold */
 	double fpr;        /* 0 = default: 16-bit fingerprints at 95 % load */
-	uint64_t window;   /* 0 = remember everything */
+	uint64_t horizon;  /* 0 = remember everything */
 	uint64_t seed;     /* 0 = random */
 	bool grow;         /* false: ADMIT_FULL instead of chaining a filter */
-	unsigned batch;    /* lines per batch: the ring's slack beyond window */
+	unsigned batch;    /* lines per batch: the ring's slack beyond horizon */
 };
 
 struct dd_seen {
@@ -58,9 +58,9 @@ struct dd_seen {
 	bool grow;
 	struct dd_shard *shard;
 
-	uint64_t window;    /* 0 = no window, no ring */
+	uint64_t horizon;   /* 0 = no horizon, no ring */
 	unsigned batch;
-	uint64_t ring_size; /* window + batch */
+	uint64_t ring_size; /* grows up to horizon + batch */
 	uint64_t *ring_h;
 	uint8_t *ring_g;
 	uint64_t admitted;  /* keys admitted so far = next ring index */
@@ -84,11 +84,14 @@ dd_shard_of(const struct dd_seen *s, uint64_t h)
 	return s->shard_shift >= 64 ? 0 : (unsigned)(h >> s->shard_shift);
 }
 
+/* Makes room in the ring for n more admissions (one batch) besides the
+ * ring_len keys it holds: ADMIT_OK or ADMIT_NOMEM. */
+enum admit_status dd_seen_ring_reserve(struct dd_seen *s, uint64_t n);
 /* First sighting test: ADMIT_OK (now inserted into gen *gen), ADMIT_EXISTS,
  * ADMIT_FULL (growth off or impossible), ADMIT_NOMEM. */
 enum admit_status dd_seen_admit(struct dd_seen *s, unsigned shard, uint64_t h,
                                 uint8_t *gen);
-/* Unconditional insert (a key re-entering the window). */
+/* Unconditional insert (a key re-entering the horizon). */
 enum admit_status dd_seen_insert(struct dd_seen *s, unsigned shard, uint64_t h,
                                  uint8_t *gen);
 /* Delete a key dd_seen_admit/insert put into gen. */

@@ -16,16 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t state;
+#include "prng.h" /* the tests' generator (tests/util) */
+
+static struct prng rng;
 
 static uint64_t
 next(void)
 {
-	uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return prng_next(&rng);
 }
 
 /* Distinct key ids map to distinct lines of varied length. */
@@ -37,7 +35,7 @@ key_text(uint64_t id, FILE *out)
 			fputs("\r", out); /* a key that is just "\r" ... once */
 		return;               /* ... or the empty line */
 	}
-	fprintf(out, "event-%" PRIx64 "-%.*s", (uint64_t)(id * 0x9e3779b97f4a7c15ull),
+	fprintf(out, "event-%" PRIx64 "-%.*s", (uint64_t)(id * ADMIT_GOLDEN64),
 	        (int)(id % 13), "abcdefghijklm");
 	if (id % 11 == 3)
 		fputc('\r', out);
@@ -63,7 +61,7 @@ main(int argc, char **argv)
 	}
 	setvbuf(stdout, out_buf, _IOFBF, sizeof(out_buf));
 	lines = strtoull(argv[2], NULL, 10);
-	state = strtoull(argv[3], NULL, 10);
+	rng.s = strtoull(argv[3], NULL, 10);
 	span = argc > 4 ? strtoull(argv[4], NULL, 10) : UINT64_MAX;
 	if (span == 0)
 		span = 1;
@@ -75,7 +73,7 @@ main(int argc, char **argv)
 	} else if (strcmp(argv[1], "fields") == 0) {
 		for (uint64_t i = 0; i < lines; i++) {
 			printf("%" PRIu64 "\tk%" PRIx64 "\t%" PRIu64 "\n", next() % 1000000,
-			       (uint64_t)(pick(&fresh, span) * 0x9e3779b97f4a7c15ull), next() % 1000);
+			       (uint64_t)(pick(&fresh, span) * ADMIT_GOLDEN64), next() % 1000);
 		}
 	} else if (strcmp(argv[1], "binary") == 0) {
 		unsigned char u[1000][64];

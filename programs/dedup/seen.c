@@ -1,5 +1,5 @@
 /*
- * admit-dedup's seen-set: shards of chained cuckoo filters and the window
+ * admit-dedup's seen-set: shards of chained cuckoo filters and the horizon
  * ring.  Single-threaded per shard: main.c gives each shard to one worker.
  */
 #include <errno.h>
@@ -14,35 +14,12 @@
 #include <xxhash.h>
 
 #include "dedup.h"
+#include "hash.h" /* admit_mix64, the library's mixer */
+#include "snapfile.h"
 
 /* The library sizes a table for 95 % load; asking for capacity c * 0.95 /
  * alpha items gives a table that is at load alpha with c items. */
 #define LIB_LOAD 0.95
-
-static uint64_t
-mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static void
-le64(unsigned char b[8], uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		b[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t
-get_le64(const unsigned char *b)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | b[i];
-	return v;
-}
 
 /* Probability that one lookup of an absent key matches in one filter:
  * 2 buckets x 4 slots, each holding a given non-zero fingerprint with
@@ -75,13 +52,13 @@ gen_create(const struct dd_seen *s, unsigned shard, unsigned g, uint64_t cap,
 	enum admit_status st;
 
 	if (cap == 0 || want > (double)ADMIT_CUCKOO_MAX_CAPACITY)
-		return ADMIT_FULL;
+		return ADMIT_ETOOBIG;
 	cfg.capacity = (uint64_t)want;
 	cfg.fingerprint_bits = s->fp_bits;
 	/* One writer per shard at a time: one stripe is enough, and the
 	 * default stripe array would cost more than a small shard's table. */
 	cfg.stripes = 1;
-	cfg.seed = mix64(s->seed ^ mix64((uint64_t)shard << 8 | g)) | 1;
+	cfg.seed = admit_mix64(s->seed ^ admit_mix64((uint64_t)shard << 8 | g)) | 1;
 	st = admit_cuckoo_new(&cfg, &out->f);
 	if (st != ADMIT_OK)
 		return st;
@@ -101,6 +78,9 @@ grow(struct dd_seen *s, unsigned shard)
 		return ADMIT_FULL;
 	st = gen_create(s, shard, d->ngen, 2 * d->gen[d->ngen - 1].cap,
 	                &d->gen[d->ngen]);
+	/* A successor no filter can hold: the chain is as full as it gets. */
+	if (st == ADMIT_ETOOBIG)
+		return ADMIT_FULL;
 	if (st != ADMIT_OK)
 		return st;
 	d->ngen++;
@@ -136,15 +116,52 @@ choose_sizing(const struct dd_params *p, struct dd_seen *s)
 	return best <= 1024 ? ADMIT_OK : ADMIT_EINVAL;
 }
 
+enum admit_status
+dd_seen_ring_reserve(struct dd_seen *s, uint64_t n)
+{
+	uint64_t want = s->ring_len + n, max = s->horizon + s->batch, size;
+	uint64_t *h;
+	uint8_t *g;
+
+	if (!s->horizon || want <= s->ring_size)
+		return ADMIT_OK;
+	/* Doubling, up to the most the horizon can ever need: memory follows
+	 * the keys actually remembered, so a horizon of 2^40 costs nothing
+	 * until that many keys arrive. */
+	size = s->ring_size ? s->ring_size : 4096;
+	while (size < want)
+		size *= 2;
+	if (size > max)
+		size = max;
+	if (size > SIZE_MAX / sizeof(*h))
+		return ADMIT_NOMEM;
+	h = malloc((size_t)size * sizeof(*h));
+	g = malloc((size_t)size);
+	if (!h || !g) {
+		free(h);
+		free(g);
+		return ADMIT_NOMEM;
+	}
+	/* Entries live at (admission index) mod size: move each one (none
+	 * before the first allocation, whatever ring_len a load set). */
+	for (uint64_t t = s->admitted - s->ring_len;
+	     s->ring_size && t < s->admitted; t++) {
+		h[t % size] = s->ring_h[t % s->ring_size];
+		g[t % size] = s->ring_g[t % s->ring_size];
+	}
+	free(s->ring_h);
+	free(s->ring_g);
+	s->ring_h = h;
+	s->ring_g = g;
+	s->ring_size = size;
+	return ADMIT_OK;
+}
+
 static enum admit_status
 ring_alloc(struct dd_seen *s)
 {
-	if (!s->window)
-		return ADMIT_OK;
-	s->ring_size = s->window + s->batch;
-	s->ring_h = malloc(s->ring_size * sizeof(*s->ring_h));
-	s->ring_g = malloc(s->ring_size);
-	return s->ring_h && s->ring_g ? ADMIT_OK : ADMIT_NOMEM;
+	s->ring_size = 0;
+	return dd_seen_ring_reserve(s, s->batch);
 }
 
 enum admit_status
@@ -155,9 +172,10 @@ dd_seen_new(const struct dd_params *p, struct dd_seen **out)
 	uint64_t per;
 
 	if (!p || !out || p->capacity == 0 || p->batch == 0 ||
-	    p->capacity > ADMIT_CUCKOO_MAX_CAPACITY ||
-	    p->window > ((uint64_t)1 << 40))
+	    p->horizon > ((uint64_t)1 << 40))
 		return ADMIT_EINVAL;
+	if (p->capacity > ADMIT_CUCKOO_MAX_CAPACITY)
+		return ADMIT_ETOOBIG;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return ADMIT_NOMEM;
@@ -184,7 +202,7 @@ dd_seen_new(const struct dd_params *p, struct dd_seen **out)
 			goto out;
 		}
 	s->grow = p->grow;
-	s->window = p->window;
+	s->horizon = p->horizon;
 	s->batch = p->batch;
 	st = ring_alloc(s);
 	if (st != ADMIT_OK)
@@ -204,7 +222,7 @@ dd_seen_new(const struct dd_params *p, struct dd_seen **out)
 	return ADMIT_OK;
 out:
 	dd_seen_free(s);
-	return st == ADMIT_FULL ? ADMIT_EINVAL : st;
+	return st;
 }
 
 void
@@ -240,7 +258,7 @@ dd_seen_admit(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t *gen)
 	enum admit_status st;
 	double p;
 
-	le64(key, h);
+	snap_put64(key, h);
 	/* Room first: a filter chained in here turns the newest into an older
 	 * one, which the loop below must then check. */
 	st = room(s, shard);
@@ -276,7 +294,7 @@ dd_seen_insert(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t *gen)
 	unsigned char key[8];
 	enum admit_status st;
 
-	le64(key, h);
+	snap_put64(key, h);
 	st = room(s, shard);
 	if (st != ADMIT_OK)
 		return st;
@@ -305,11 +323,11 @@ dd_seen_delete(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t gen)
 	if (gen >= d->ngen || !d->gen[gen].f)
 		return ADMIT_NOTFOUND;
 	g = &d->gen[gen];
-	le64(key, h);
+	snap_put64(key, h);
 	st = admit_cuckoo_delete(g->f, key, 8);
 	if (st != ADMIT_OK)
 		return st;
-	/* An older filter the window has emptied is dead weight for every
+	/* An older filter the horizon has emptied is dead weight for every
 	 * lookup: free it.  The newest stays to take inserts. */
 	if (--g->live == 0 && gen + 1u < d->ngen) {
 		admit_cuckoo_free(g->f);
@@ -343,7 +361,7 @@ dd_seen_totals(const struct dd_seen *s, struct dd_totals *t)
 		if (p > t->fpr_bound)
 			t->fpr_bound = p;
 	}
-	if (s->window)
+	if (s->horizon)
 		t->memory += s->ring_size * (sizeof(*s->ring_h) + 1);
 }
 
@@ -355,7 +373,7 @@ dd_seen_bits_per_item(const struct dd_seen *s)
 
 /* ---- state files -----------------------------------------------------------
  * Little-endian: "ADMITDD1", u32 version, nshards, fp_bits, flags (bit 0:
- * grow); u64 alpha (IEEE bits), seed, shard_cap, window, batch (of the
+ * grow); u64 alpha (IEEE bits), seed, shard_cap, horizon, batch (of the
  * saving run, informational), admitted, ring_len; per shard u32 ngen, grown,
  * u64 est_false (bits), per filter u64 cap, live, snapshot length (0 = freed)
  * and an admit_cuckoo_save snapshot; the ring, oldest first, as u64 h and u8
@@ -398,16 +416,16 @@ put64(struct wbuf *w, uint64_t v)
 {
 	unsigned char b[8];
 
-	le64(b, v);
+	snap_put64(b, v);
 	put(w, b, 8);
 }
 
 static void
 put32(struct wbuf *w, uint32_t v)
 {
-	unsigned char b[4] = { (unsigned char)v, (unsigned char)(v >> 8),
-	                       (unsigned char)(v >> 16), (unsigned char)(v >> 24) };
+	unsigned char b[4];
 
+	snap_put32(b, v);
 	put(w, b, 4);
 }
 
@@ -448,28 +466,38 @@ temp_in(const char *dir)
 	return t;
 }
 
-static bool
+/* The whole of a regular file (snapfile_open refuses a FIFO or a device
+ * without blocking on it).  ADMIT_EIO leaves errno set. */
+static enum admit_status
 read_file(const char *path, unsigned char **data, size_t *len)
 {
-	FILE *fp = fopen(path, "rb");
 	struct wbuf w = { 0 };
 	unsigned char chunk[65536];
-	size_t n;
-	bool ok;
+	enum admit_status st;
+	uint64_t size;
+	ssize_t n;
+	int fd, err;
 
-	if (!fp)
-		return false;
-	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-		put(&w, chunk, n);
-	ok = !ferror(fp) && !w.nomem;
-	fclose(fp);
-	if (!ok) {
+	st = snapfile_open(path, &fd, &size);
+	if (st != ADMIT_OK)
+		return st;
+	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		put(&w, chunk, (size_t)n);
+	}
+	err = errno;
+	close(fd);
+	if (n < 0 || w.nomem) {
 		free(w.p);
-		return false;
+		errno = err;
+		return w.nomem ? ADMIT_NOMEM : ADMIT_EIO;
 	}
 	*data = w.p;
 	*len = w.len;
-	return true;
+	return ADMIT_OK;
 }
 
 /* An admit_cuckoo snapshot as bytes, by way of a temporary file in dir:
@@ -485,8 +513,8 @@ put_filter(struct wbuf *w, const struct admit_cuckoo *f, const char *dir)
 	if (!tmp)
 		return ADMIT_EIO;
 	st = admit_cuckoo_save(f, tmp);
-	if (st == ADMIT_OK && !read_file(tmp, &data, &len))
-		st = ADMIT_EIO;
+	if (st == ADMIT_OK)
+		st = read_file(tmp, &data, &len);
 	unlink(tmp);
 	free(tmp);
 	if (st == ADMIT_OK) {
@@ -502,8 +530,7 @@ dd_seen_save(const struct dd_seen *s, const char *path)
 {
 	struct wbuf w = { 0 };
 	enum admit_status st = ADMIT_OK;
-	char *dir, *slash, *tmp = NULL;
-	FILE *fp = NULL;
+	char *dir, *slash;
 
 	if (!s || !path)
 		return ADMIT_EINVAL;
@@ -526,7 +553,7 @@ dd_seen_save(const struct dd_seen *s, const char *path)
 	put64(&w, dbits(s->alpha));
 	put64(&w, s->seed);
 	put64(&w, s->shard_cap);
-	put64(&w, s->window);
+	put64(&w, s->horizon);
 	put64(&w, s->batch);
 	put64(&w, s->admitted);
 	put64(&w, s->ring_len);
@@ -556,33 +583,14 @@ dd_seen_save(const struct dd_seen *s, const char *path)
 	if (st != ADMIT_OK)
 		goto out;
 	put64(&w, XXH3_64bits(w.p, w.len));
-	tmp = temp_in(dir);
-	if (!tmp || w.nomem) {
-		st = w.nomem ? ADMIT_NOMEM : ADMIT_EIO;
+	if (w.nomem) {
+		st = ADMIT_NOMEM;
 		goto out;
 	}
-	fp = fopen(tmp, "wb");
-	if (!fp || fwrite(w.p, 1, w.len, fp) != w.len || fflush(fp) != 0 ||
-	    fsync(fileno(fp)) != 0) {
-		st = ADMIT_EIO;
-		goto out;
-	}
-	if (fclose(fp) != 0) {
-		fp = NULL;
-		st = ADMIT_EIO;
-		goto out;
-	}
-	fp = NULL;
-	if (rename(tmp, path) != 0)
-		st = ADMIT_EIO;
+	/* The library's writer: a temporary file renamed over the regular
+	 * file path names (following a symlink, refusing a device). */
+	st = snapfile_write(path, &(struct snapfile_part){ w.p, w.len }, 1);
 out:
-	if (fp)
-		fclose(fp);
-	if (tmp) {
-		if (st != ADMIT_OK)
-			unlink(tmp);
-		free(tmp);
-	}
 	free(w.p);
 	free(dir);
 	return st;
@@ -613,7 +621,7 @@ take64(struct rbuf *r)
 {
 	const unsigned char *q = take(r, 8);
 
-	return q ? get_le64(q) : 0;
+	return q ? snap_get64(q) : 0;
 }
 
 static uint32_t
@@ -621,8 +629,7 @@ take32(struct rbuf *r)
 {
 	const unsigned char *q = take(r, 4);
 
-	return q ? (uint32_t)q[0] | (uint32_t)q[1] << 8 |
-	           (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24 : 0;
+	return q ? snap_get32(q) : 0;
 }
 
 static enum admit_status
@@ -667,14 +674,17 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 	uint64_t n;
 
 	*why = "not an admit-dedup state file";
-	if (!read_file(path, &data, &len)) {
-		*why = strerror(errno ? errno : EIO);
-		return ADMIT_EIO;
+	st = read_file(path, &data, &len);
+	if (st != ADMIT_OK) {
+		*why = st == ADMIT_EIO ? strerror(errno ? errno : EIO) :
+		       admit_strerror(st);
+		return st;
 	}
+	st = ADMIT_ECORRUPT;
 	if (len < 16 || memcmp(data, MAGIC, 8) != 0)
 		goto out;
 	*why = "checksum mismatch (truncated or altered)";
-	if (get_le64(data + len - 8) != XXH3_64bits(data, len - 8))
+	if (snap_get64(data + len - 8) != XXH3_64bits(data, len - 8))
 		goto out;
 	r = (struct rbuf){ data, len - 8, 8, false };
 	*why = "unsupported version or bad parameters";
@@ -691,20 +701,20 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 	s->alpha = bitsd(take64(&r));
 	s->seed = take64(&r);
 	s->shard_cap = take64(&r);
-	s->window = take64(&r);
+	s->horizon = take64(&r);
 	(void)take64(&r); /* the saving run's batch */
 	s->admitted = take64(&r);
 	s->ring_len = take64(&r);
 	if (r.bad || s->nshards == 0 || s->nshards > DD_MAX_SHARDS ||
 	    (s->nshards & (s->nshards - 1)) || (s->fp_bits != 8 && s->fp_bits != 16) ||
 	    !(s->alpha > 0 && s->alpha <= LIB_LOAD) || s->shard_cap == 0 ||
-	    s->window > ((uint64_t)1 << 40) || s->ring_len > s->window ||
+	    s->horizon > ((uint64_t)1 << 40) || s->ring_len > s->horizon ||
 	    s->ring_len > s->admitted)
 		goto out;
 	s->shard_shift = 64;
 	for (unsigned k = s->nshards; k > 1; k /= 2)
 		s->shard_shift--;
-	s->batch = s->window && batch > s->window ? (unsigned)s->window : batch;
+	s->batch = s->horizon && batch > s->horizon ? (unsigned)s->horizon : batch;
 	st = ring_alloc(s);
 	if (st != ADMIT_OK)
 		goto out;
@@ -740,7 +750,7 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 			e->slots = e->f ? admit_cuckoo_slots(e->f) : 0;
 		}
 	}
-	*why = "bad window ring";
+	*why = "bad horizon ring";
 	n = 0;
 	for (uint64_t k = 0; k < s->ring_len; k++) {
 		uint64_t pos = (s->admitted - s->ring_len + k) % s->ring_size;
@@ -756,7 +766,7 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 	}
 	if (r.off != r.len)
 		goto out;
-	if (s->window) {
+	if (s->horizon) {
 		uint64_t items = 0;
 
 		for (unsigned i = 0; i < s->nshards; i++)

@@ -95,6 +95,12 @@ printf 'a\na\nb\na\nb\nb\nc\na\n' | "$dd" --window 1 -j 2 >"$tmp/w1l"
 expect "--window 1" [ "$(tr '\n' ' ' <"$tmp/w1l")" = "a b a b c a " ]
 printf 'a\nb\na\nc\na\nb\nc\nb\n' | "$dd" --window 2 -j 2 >"$tmp/w2l"
 expect "--window 2" [ "$(tr '\n' ' ' <"$tmp/w2l")" = "a b c a b c " ]
+printf 'a\nb\na\nc\na\nb\nc\nb\n' | "$dd" --horizon 2 -j 2 >"$tmp/h2l"
+expect "--horizon 2 (--window's new name)" [ "$(tr '\n' ' ' <"$tmp/h2l")" = "a b c a b c " ]
+# the documented maximum works, with memory for the keys seen, not 2^40
+"$dd" -j 2 --seed 42 --horizon 1099511627776 "$tmp/text" >"$tmp/hmax" 2>"$tmp/err"
+expect "--horizon 2^40: exit 0" [ $? -eq 0 ]
+compare_exact "--horizon 2^40" "$tmp/ref" "$tmp/hmax" 1 16
 
 # ---- fields ----------------------------------------------------------------------
 "$gen" fields $((n * 3 / 10)) 9 >"$tmp/fields"
@@ -157,6 +163,17 @@ expect "altered state: exit 2" [ $? -eq 2 ]
 expect "not a state file: exit 2" [ $? -eq 2 ]
 echo a | "$dd" --save "$tmp/no/such/dir/state" >/dev/null 2>"$tmp/err"
 expect "--save into a missing directory: exit 4" [ $? -eq 4 ]
+ln -s state2 "$tmp/slink"
+"$dd" -j 2 --seed 42 --save "$tmp/slink" "$tmp/part1" >/dev/null
+expect "--save through a symlink writes the file it names, the link stays" \
+	[ -L "$tmp/slink" -a -f "$tmp/state2" ] && cmp -s "$tmp/state" "$tmp/state2"
+mkfifo "$tmp/fifo"
+timeout 20 "$dd" --load "$tmp/fifo" </dev/null 2>"$tmp/err"
+expect "--load of a FIFO: exit 2 at once, 'not a regular file'" \
+	[ $? -eq 2 -a -n "$(grep 'not a regular file' "$tmp/err")" ]
+echo a | "$dd" --save "$tmp/fifo" >/dev/null 2>"$tmp/err"
+expect "--save over a FIFO: exit 4, the FIFO left alone" \
+	[ $? -eq 4 -a -p "$tmp/fifo" -a -n "$(grep 'not a regular file' "$tmp/err")" ]
 
 # ---- bad input, bad options, broken output ------------------------------------------
 printf 'q\n' >"$tmp/q"
@@ -166,6 +183,7 @@ expect "unreadable file: exit 1, message, other files still read" \
 "$dd" "$tmp" >/dev/null 2>"$tmp/err"
 expect "a directory: exit 1 with a message" [ $? -eq 1 -a -s "$tmp/err" ]
 for opt in "--fpr 2" "--fpr 0" "-j 0" "--capacity 0" "--window 0" "--field 0" \
+	"--horizon 0" "--horizon 1099511627777" \
 	"-d ab" "--on-full=maybe" "--seed 0" "--bogus" "--fpr 1e-12"; do
 	# shellcheck disable=SC2086
 	"$dd" $opt </dev/null >/dev/null 2>"$tmp/err"
@@ -173,7 +191,7 @@ for opt in "--fpr 2" "--fpr 0" "-j 0" "--capacity 0" "--window 0" "--field 0" \
 	expect "bad option '$opt': exit 2 with a message" [ $st -eq 2 -a -s "$tmp/err" ]
 done
 "$dd" --help >"$tmp/help"
-expect "--help" grep -q -- '--window' "$tmp/help"
+expect "--help" grep -q -- '--horizon' "$tmp/help"
 "$dd" "$tmp/text" 2>"$tmp/err" | head -n 1 >/dev/null
 st=${PIPESTATUS[0]}
 # A shell that inherited SIGPIPE ignored cannot restore it (bit 13 of SigIgn)

@@ -7,16 +7,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* splitmix64: a bijection, so distinct i give distinct keys; keys i and
+#include "prng.h"
+
+/* A bijection (prng.h), so distinct i give distinct keys; keys i and
  * i + 2^40 are the "present" and "absent" families of a test. */
 static inline uint64_t
 test_key(uint64_t i)
 {
-	uint64_t z = i + 0x9e3779b97f4a7c15ull;
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return prng_mix(i);
 }
 
 /* The two (key, len) arguments for key number i, an 8-byte key. */
