@@ -1106,3 +1106,34 @@ admit_test_lru_hold(struct admit_lru *c, const void *key, size_t klen, bool hold
 	else
 		pthread_mutex_unlock(&s->mu);
 }
+
+/* ==== For embedders (issue 16): peek, get_with, compute, hashed calls ====
+ *
+ * Built on the internals above (lookup, find, the ring, remove_entry) and
+ * touching none of the policy: what an access does to the lists and
+ * counters is apply()'s and on_hit()'s, as for get and set.
+ */
+
+enum admit_status
+admit_lru_peek(struct admit_lru *c, const void *key, size_t klen, void *buf,
+               size_t bufsize, size_t *vlen)
+{
+	enum admit_status st = ADMIT_NOTFOUND;
+	uint64_t h;
+	struct entry *e;
+
+	if (!c || !vlen || (!key && klen) || (!buf && bufsize))
+		return ADMIT_EINVAL;
+	h = hash_key(c, key, klen);
+	admit_rcu_read_lock();
+	e = lookup(shard_of(c, h), h, key, klen);
+	if (e) {
+		*vlen = e->vlen;
+		st = e->vlen > bufsize ? ADMIT_FULL : ADMIT_OK;
+		if (st == ADMIT_OK && e->vlen)
+			memcpy(buf, e->data + e->klen, e->vlen);
+	}
+	/* No ring push, no record: the read leaves no trace. */
+	admit_rcu_read_unlock();
+	return st;
+}

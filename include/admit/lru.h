@@ -187,6 +187,22 @@ enum admit_status admit_lru_delete(struct admit_lru *c, const void *key,
 enum admit_status admit_lru_stats(struct admit_lru *c,
                                   struct admit_lru_stats *out);
 
+/* ---- for embedders: peeks, zero-copy reads, atomic updates ------------- */
+
+/*
+ * Looks key up like admit_lru_get, copying its value into buf, but the read
+ * is not an access: no hit or miss is counted, the entry does not move and
+ * TinyLFU records nothing (a monitoring or debugging read that leaves the
+ * policy as it was).  Sizes and errors as admit_lru_get: ADMIT_NOTFOUND,
+ * ADMIT_FULL (*vlen set to the length needed, nothing copied), ADMIT_EINVAL
+ * (c or vlen NULL, key NULL with klen > 0, buf NULL with bufsize > 0).
+ * Thread-safety: any thread; takes no lock (it waits only when it meets a
+ * grow of the shard's index, as admit_lru_get).
+ */
+enum admit_status admit_lru_peek(struct admit_lru *c, const void *key,
+                                 size_t klen, void *buf, size_t bufsize,
+                                 size_t *vlen);
+
 #ifdef __cplusplus
 }
 #endif
