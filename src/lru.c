@@ -1137,3 +1137,42 @@ admit_lru_peek(struct admit_lru *c, const void *key, size_t klen, void *buf,
 	admit_rcu_read_unlock();
 	return st;
 }
+
+/* The get's bookkeeping once its lookup is done (e, or NULL for a miss):
+ * queue the access, and when the ring is full apply it at once.  In the
+ * read-side section, as in admit_lru_get: batch_ready() relies on every push
+ * of an entry ending before the grace period does. */
+static void
+note_access(struct admit_lru *c, struct shard *s, struct entry *e)
+{
+	if (!ring_push(&s->ring, e)) {
+		shard_lock(c, s);
+		apply(c, s, e);
+		pthread_mutex_unlock(&s->mu);
+	}
+}
+
+enum admit_status
+admit_lru_get_with(struct admit_lru *c, const void *key, size_t klen,
+                   admit_lru_reader_t fn, void *arg)
+{
+	uint64_t h;
+	struct shard *s;
+	struct entry *e;
+
+	if (!c || !fn || (!key && klen))
+		return ADMIT_EINVAL;
+	h = hash_key(c, key, klen);
+	s = shard_of(c, h);
+	admit_rcu_read_lock();
+	e = lookup(s, h, key, klen);
+	if (e)
+		fn(e->vlen ? e->data + e->klen : NULL, e->vlen, arg);
+	note_access(c, s, e);
+	admit_rcu_read_unlock();
+	if (!e)
+		return ADMIT_NOTFOUND;
+	if (c->tlfu)
+		admit_tinylfu_record_hash(c->tlfu, h);
+	return ADMIT_OK;
+}

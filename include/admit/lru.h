@@ -203,6 +203,33 @@ enum admit_status admit_lru_peek(struct admit_lru *c, const void *key,
                                  size_t klen, void *buf, size_t bufsize,
                                  size_t *vlen);
 
+/*
+ * A reader of a value lent by admit_lru_get_with: value points to vlen bytes
+ * inside the cache (value may be NULL when vlen is 0).
+ */
+typedef void (*admit_lru_reader_t)(const void *value, size_t vlen, void *arg);
+
+/*
+ * Looks key up like admit_lru_get, but instead of copying the value, lends
+ * it: fn(value, vlen, arg) is called once, inside the RCU read-side section
+ * that found the entry, so the bytes stay valid and whole (even while
+ * another thread replaces, deletes or evicts the key) until fn returns.
+ * The access is counted exactly as a get's: a hit, a move and a TinyLFU
+ * record, or a miss (fn not called).
+ * fn may read the bytes and copy any of them (into a socket buffer, say);
+ * it must keep no pointer into them after it returns, must not block (it
+ * holds up every reclamation of every admit_lru in the process, as a long
+ * read-side section does), and must not call any admit_lru function on this
+ * cache.
+ * Errors: ADMIT_NOTFOUND (a miss), ADMIT_EINVAL (c or fn NULL, key NULL with
+ * klen > 0).
+ * Thread-safety: any thread, as admit_lru_get; fn runs in the calling
+ * thread, holding no lock of the cache.
+ */
+enum admit_status admit_lru_get_with(struct admit_lru *c, const void *key,
+                                     size_t klen, admit_lru_reader_t fn,
+                                     void *arg);
+
 #ifdef __cplusplus
 }
 #endif
