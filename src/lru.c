@@ -973,6 +973,9 @@ admit_lru_get(struct admit_lru *c, const void *key, size_t klen, void *buf,
 	return ADMIT_OK;
 }
 
+static bool set_locked(struct admit_lru *c, struct shard *s, struct entry *e,
+                       struct entry *old, _Atomic(struct entry *) *p);
+
 enum admit_status
 admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
               const void *value, size_t vlen)
@@ -1008,6 +1011,23 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 
 	shard_lock(c, s);
 	old = find(index_of(s), h, key, klen, &p);
+	kept = set_locked(c, s, e, old, p);
+	pthread_mutex_unlock(&s->mu);
+	return kept ? ADMIT_OK : ADMIT_REJECTED;
+}
+
+/*
+ * Set's work under the mutex: e (new, filled, unpublished) takes the place
+ * of old (found through p), or is inserted at p when old is NULL; then the
+ * bounds are restored.  Returns false when e itself was turned away.
+ */
+static bool
+set_locked(struct admit_lru *c, struct shard *s, struct entry *e,
+           struct entry *old, _Atomic(struct entry *) *p)
+{
+	size_t klen = e->klen, vlen = e->vlen;
+	bool kept;
+
 	if (old) {
 		/* Take old's place in the index and in its list; readers that
 		 * hold old still read old's value, whole. */
@@ -1038,8 +1058,7 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 	kept = evict(c, s, e);
 	maybe_grow(c, s);
 	flush_limbo(c, s);
-	pthread_mutex_unlock(&s->mu);
-	return kept ? ADMIT_OK : ADMIT_REJECTED;
+	return kept;
 }
 
 enum admit_status
@@ -1175,4 +1194,104 @@ admit_lru_get_with(struct admit_lru *c, const void *key, size_t klen,
 	if (c->tlfu)
 		admit_tinylfu_record_hash(c->tlfu, h);
 	return ADMIT_OK;
+}
+
+/* admit_lru_compute's state: the public part first, so that
+ * admit_lru_update_alloc finds the rest from the pointer fn was given. */
+struct update {
+	struct admit_lru_update up;
+	struct shard *s;
+	uint64_t h;
+	const void *key;
+	size_t klen;
+	struct entry *e;                /* the new entry, never published */
+	enum admit_status st;           /* of the last alloc; EINVAL: none */
+};
+
+void *
+admit_lru_update_alloc(struct admit_lru_update *up, size_t vlen)
+{
+	struct update *u;
+	struct entry *e;
+
+	if (!up)
+		return NULL;
+	u = caa_container_of(up, struct update, up);
+	admit_free(u->e);
+	u->e = NULL;
+	u->st = ADMIT_FULL;
+	if (u->klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4 ||
+	    (u->s->max_bytes && charge_of(u->klen, vlen) > u->s->max_bytes))
+		return NULL;
+	u->st = ADMIT_NOMEM;
+	e = admit_malloc(sizeof(*e) + u->klen + vlen);
+	if (!e)
+		return NULL;
+	e->hash = u->h;
+	e->klen = u->klen;
+	e->vlen = vlen;
+	e->dead = false;
+	if (u->klen)
+		memcpy(e->data, u->key, u->klen);
+	u->e = e;
+	u->st = ADMIT_OK;
+	return e->data + u->klen;
+}
+
+static enum admit_status
+compute_hashed(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
+               admit_lru_updater_t fn, void *arg)
+{
+	struct update u = {
+		.s = shard_of(c, h), .h = h, .key = key, .klen = klen,
+		.st = ADMIT_EINVAL,
+	};
+	struct shard *s = u.s;
+	_Atomic(struct entry *) *p;
+	struct entry *old;
+	enum admit_lru_verdict v;
+	enum admit_status st = ADMIT_OK;
+
+	shard_lock(c, s);
+	old = find(index_of(s), h, key, klen, &p);
+	u.up.found = old != NULL;
+	u.up.old = old && old->vlen ? old->data + old->klen : NULL;
+	u.up.old_len = old ? old->vlen : 0;
+	v = fn(&u.up, arg);
+	/* One access, whatever the verdict: one count, one record, in the
+	 * order of a get then a set (a miss is counted before the insertion,
+	 * a hit after its move). */
+	if (!old)
+		count_request(c, s, false);
+	if (c->tlfu && (old || (v == ADMIT_LRU_STORE && u.st == ADMIT_OK)))
+		admit_tinylfu_record_hash(c->tlfu, h);
+	if (v == ADMIT_LRU_STORE && u.st == ADMIT_OK) {
+		/* Replacing old also moves it, as a hit does. */
+		st = set_locked(c, s, u.e, old, p) ? ADMIT_OK : ADMIT_REJECTED;
+		u.e = NULL;
+	} else if (v == ADMIT_LRU_REMOVE) {
+		if (old) {
+			remove_entry(c, s, old);
+			flush_limbo(c, s);
+		}
+	} else {
+		if (v != ADMIT_LRU_KEEP)
+			st = v == ADMIT_LRU_STORE ? u.st : ADMIT_EINVAL;
+		if (old)
+			on_hit(c, s, old);
+	}
+	if (old)
+		count_request(c, s, true);
+	pthread_mutex_unlock(&s->mu);
+	admit_free(u.e);
+	return st;
+}
+
+enum admit_status
+admit_lru_compute(struct admit_lru *c, const void *key, size_t klen,
+                  admit_lru_updater_t fn, void *arg)
+{
+	if (!c || !fn || (!key && klen))
+		return ADMIT_EINVAL;
+	return compute_hashed(c, hash_key(c, key, klen), key, klen, fn, arg);
 }

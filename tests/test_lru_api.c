@@ -238,6 +238,330 @@ START_TEST(test_get_with_whole)
 }
 END_TEST
 
+/* ---- compute -------------------------------------------------------------- */
+
+/* An updater driven by a script: what it saw, what it answers. */
+struct script {
+	enum admit_lru_verdict verdict;
+	const char *value;      /* stored by STORE (NULL: no alloc) */
+	size_t alloc_len;       /* used when value is NULL and alloc is set */
+	bool alloc;
+	int calls;
+	bool found;
+	char old[32];
+	size_t old_len;
+};
+
+static enum admit_lru_verdict
+scripted(struct admit_lru_update *up, void *arg)
+{
+	struct script *sc = arg;
+
+	sc->calls++;
+	sc->found = up->found;
+	sc->old_len = up->old_len;
+	if (up->old_len && up->old_len <= sizeof(sc->old))
+		memcpy(sc->old, up->old, up->old_len);
+	if (sc->value) {
+		char *b = admit_lru_update_alloc(up, strlen(sc->value));
+
+		if (b)
+			memcpy(b, sc->value, strlen(sc->value));
+	} else if (sc->alloc) {
+		admit_lru_update_alloc(up, sc->alloc_len);
+	}
+	return sc->verdict;
+}
+
+static enum admit_status
+run(struct admit_lru *c, const char *key, struct script *sc)
+{
+	return admit_lru_compute(c, key, strlen(key), scripted, sc);
+}
+
+static bool
+value_is(struct admit_lru *c, const char *key, const char *want)
+{
+	char buf[64];
+	size_t vlen;
+
+	if (admit_lru_peek(c, key, strlen(key), buf, sizeof(buf), &vlen) != ADMIT_OK)
+		return want == NULL;
+	return want && vlen == strlen(want) && memcmp(buf, want, vlen) == 0;
+}
+
+START_TEST(test_compute_bad_args)
+{
+	struct admit_lru *c = make(10, 0, ADMIT_LRU_ADAPTIVE, 1);
+	struct script sc = { .verdict = ADMIT_LRU_STORE, .value = "v" };
+
+	ck_assert_int_eq(admit_lru_compute(NULL, "k", 1, scripted, &sc), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_compute(c, NULL, 1, scripted, &sc), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_compute(c, "k", 1, NULL, &sc), ADMIT_EINVAL);
+	ck_assert_int_eq(sc.calls, 0);
+	ck_assert_ptr_null(admit_lru_update_alloc(NULL, 1));
+	ck_assert(value_is(c, "k", NULL));
+	/* STORE without a buffer, an unknown verdict: nothing changes. */
+	ck_assert_int_eq(run(c, "k", &(struct script){ .verdict = ADMIT_LRU_STORE }),
+	                 ADMIT_EINVAL);
+	ck_assert(value_is(c, "k", NULL));
+	ck_assert_int_eq(admit_lru_set(c, "k", 1, "old", 3), ADMIT_OK);
+	ck_assert_int_eq(run(c, "k", &(struct script){ .verdict = ADMIT_LRU_STORE }),
+	                 ADMIT_EINVAL);
+	ck_assert_int_eq(run(c, "k", &(struct script){
+		.verdict = (enum admit_lru_verdict)7, .value = "new" }), ADMIT_EINVAL);
+	ck_assert(value_is(c, "k", "old"));
+	/* A value that cannot fit any shard. */
+	ck_assert_int_eq(run(c, "k", &(struct script){ .verdict = ADMIT_LRU_STORE,
+		.alloc = true, .alloc_len = SIZE_MAX / 2 }), ADMIT_FULL);
+	ck_assert(value_is(c, "k", "old"));
+	admit_lru_free(c);
+
+	c = make(0, 4096, ADMIT_LRU_ADAPTIVE, 1);
+	ck_assert_int_eq(admit_lru_set(c, "k", 1, "old", 3), ADMIT_OK);
+	ck_assert_int_eq(run(c, "k", &(struct script){ .verdict = ADMIT_LRU_STORE,
+		.alloc = true, .alloc_len = 4096 }), ADMIT_FULL);
+	ck_assert(value_is(c, "k", "old"));
+	admit_lru_free(c);
+}
+END_TEST
+
+START_TEST(test_compute_verdicts)
+{
+	struct admit_lru *c = make(10, 0, ADMIT_LRU_ADAPTIVE, 1);
+	struct admit_lru_stats st;
+	struct script sc;
+
+	sc = (struct script){ .verdict = ADMIT_LRU_KEEP, .value = "x" };
+	ck_assert_int_eq(run(c, "k", &sc), ADMIT_OK);  /* absent, refused */
+	ck_assert(sc.calls == 1 && !sc.found && sc.old_len == 0);
+	ck_assert(value_is(c, "k", NULL));
+	sc = (struct script){ .verdict = ADMIT_LRU_REMOVE };
+	ck_assert_int_eq(run(c, "k", &sc), ADMIT_OK);
+	ck_assert(value_is(c, "k", NULL));
+	sc = (struct script){ .verdict = ADMIT_LRU_STORE, .value = "first" };
+	ck_assert_int_eq(run(c, "k", &sc), ADMIT_OK);  /* add if absent */
+	ck_assert(value_is(c, "k", "first"));
+	sc = (struct script){ .verdict = ADMIT_LRU_KEEP, .value = "ignored" };
+	ck_assert_int_eq(run(c, "k", &sc), ADMIT_OK);
+	ck_assert(sc.found && sc.old_len == 5 && memcmp(sc.old, "first", 5) == 0);
+	ck_assert(value_is(c, "k", "first"));
+	sc = (struct script){ .verdict = ADMIT_LRU_STORE, .value = "second" };
+	ck_assert_int_eq(run(c, "k", &sc), ADMIT_OK);
+	ck_assert(value_is(c, "k", "second"));
+	sc = (struct script){ .verdict = ADMIT_LRU_STORE, .value = "" };
+	ck_assert_int_eq(run(c, "k", &sc), ADMIT_OK);
+	ck_assert(value_is(c, "k", ""));
+	sc = (struct script){ .verdict = ADMIT_LRU_REMOVE };
+	ck_assert_int_eq(run(c, "k", &sc), ADMIT_OK);
+	ck_assert(sc.found && sc.old_len == 0);
+	ck_assert(value_is(c, "k", NULL));
+	st = stats(c);
+	/* Seven computes: three on an absent key, four on a present one. */
+	ck_assert_uint_eq(st.misses, 3);
+	ck_assert_uint_eq(st.hits, 4);
+	ck_assert_uint_eq(st.entries, 0);
+	admit_lru_free(c);
+}
+END_TEST
+
+/* Append: the updater reads old and writes old + suffix into the new
+ * entry, in place. */
+static enum admit_lru_verdict
+append(struct admit_lru_update *up, void *arg)
+{
+	const char *suffix = arg;
+	size_t n = strlen(suffix);
+	char *b;
+
+	if (!up->found)
+		return ADMIT_LRU_KEEP;
+	b = admit_lru_update_alloc(up, up->old_len + n);
+	if (!b)
+		return ADMIT_LRU_KEEP;
+	memcpy(b, up->old, up->old_len);
+	memcpy(b + up->old_len, suffix, n);
+	/* A second buffer replaces the first. */
+	b = admit_lru_update_alloc(up, up->old_len + n);
+	if (!b)
+		return ADMIT_LRU_KEEP;
+	memcpy(b, up->old, up->old_len);
+	memcpy(b + up->old_len, suffix, n);
+	return ADMIT_LRU_STORE;
+}
+
+START_TEST(test_compute_append)
+{
+	struct admit_lru *c = make(10, 0, ADMIT_LRU_PLAIN, 1);
+
+	ck_assert_int_eq(admit_lru_compute(c, "k", 1, append, "x"), ADMIT_OK);
+	ck_assert(value_is(c, "k", NULL));
+	ck_assert_int_eq(admit_lru_set(c, "k", 1, "ab", 2), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_compute(c, "k", 1, append, "cd"), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_compute(c, "k", 1, append, "e"), ADMIT_OK);
+	ck_assert(value_is(c, "k", "abcde"));
+	admit_lru_free(c);
+}
+END_TEST
+
+/* One access: a trace run with get-then-set-on-miss and the same trace run
+ * with one compute per request (STORE when absent, KEEP or STORE of the same
+ * value when present) leave the same counters and the same keys.  A second
+ * frequency record or a second count per compute would change them. */
+static enum admit_lru_verdict
+fill_or_touch(struct admit_lru_update *up, void *arg)
+{
+	bool rewrite = *(bool *)arg;
+	void *b;
+
+	if (up->found && !rewrite)
+		return ADMIT_LRU_KEEP;
+	b = admit_lru_update_alloc(up, 1);
+	if (!b)
+		return ADMIT_LRU_KEEP;
+	memcpy(b, "v", 1);
+	return ADMIT_LRU_STORE;
+}
+
+START_TEST(test_compute_is_one_access)
+{
+	static const enum admit_lru_policy pol[] = {
+		ADMIT_LRU_PLAIN, ADMIT_LRU_TINYLFU, ADMIT_LRU_WTINYLFU,
+	};
+	enum { CAP = 200, N = 60000 };
+	struct admit_lru *a = make(CAP, 0, pol[_i / 2], 1);
+	struct admit_lru *b = make(CAP, 0, pol[_i / 2], 1);
+	bool rewrite = _i % 2;
+	struct admit_lru_stats sa, sb;
+	uint64_t x = 88172645463325252ull;
+	size_t vlen, same = 0;
+	char buf[4];
+
+	for (int i = 0; i < N; i++) {
+		uint64_t k;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		k = (x >> 8) % (1 + (x >> 40) % 2000);  /* skewed */
+		if (admit_lru_get(a, KEY(k), buf, sizeof(buf), &vlen) == ADMIT_NOTFOUND)
+			admit_lru_set(a, KEY(k), "v", 1);
+		admit_lru_compute(b, KEY(k), fill_or_touch, &rewrite);
+	}
+	sa = stats(a);
+	sb = stats(b);
+	ck_assert_uint_eq(sa.hits, sb.hits);
+	ck_assert_uint_eq(sa.misses, sb.misses);
+	ck_assert_uint_eq(sa.admitted, sb.admitted);
+	ck_assert_uint_eq(sa.rejected, sb.rejected);
+	ck_assert_uint_eq(sa.evicted, sb.evicted);
+	ck_assert_uint_eq(sa.entries, sb.entries);
+	ck_assert_uint_eq(sa.filter_entries, sb.filter_entries);
+	for (uint64_t k = 0; k < 2000; k++)
+		same += (admit_lru_peek(a, KEY(k), NULL, 0, &vlen) == ADMIT_NOTFOUND) ==
+		        (admit_lru_peek(b, KEY(k), NULL, 0, &vlen) == ADMIT_NOTFOUND);
+	ck_assert_uint_eq(same, 2000);
+	ck_assert_uint_gt(sa.hits, N / 8);
+	admit_lru_free(a);
+	admit_lru_free(b);
+}
+END_TEST
+
+/* No lost update: threads increment counters with compute while readers
+ * check, with get and get_with, that each counter only grows.  Without the
+ * shard mutex around read, decide and store, increments are lost. */
+enum { INC_THREADS = 4, INC_KEYS = 4, INC_EACH = 20000 };
+
+struct incr {
+	struct admit_lru *c;
+	atomic_int done;
+	atomic_ulong bad;
+};
+
+static enum admit_lru_verdict
+increment(struct admit_lru_update *up, void *arg)
+{
+	uint64_t v = 0;
+	void *b;
+
+	(void)arg;
+	if (up->found && up->old_len == sizeof(v))
+		memcpy(&v, up->old, sizeof(v));
+	v++;
+	b = admit_lru_update_alloc(up, sizeof(v));
+	if (!b)
+		return ADMIT_LRU_KEEP;
+	memcpy(b, &v, sizeof(v));
+	return ADMIT_LRU_STORE;
+}
+
+static void *
+incrementer(void *arg)
+{
+	struct incr *in = arg;
+
+	for (int i = 0; i < INC_EACH; i++)
+		for (uint64_t k = 0; k < INC_KEYS; k++)
+			if (admit_lru_compute(in->c, KEY(k), increment, NULL) != ADMIT_OK)
+				atomic_fetch_add(&in->bad, 1);
+	atomic_fetch_add(&in->done, 1);
+	return NULL;
+}
+
+static void
+read_counter(const void *value, size_t vlen, void *arg)
+{
+	if (vlen == sizeof(uint64_t))
+		memcpy(arg, value, vlen);
+}
+
+static void *
+monotonic_reader(void *arg)
+{
+	struct incr *in = arg;
+	uint64_t last[INC_KEYS] = { 0 };
+
+	while (atomic_load(&in->done) < INC_THREADS) {
+		for (uint64_t k = 0; k < INC_KEYS; k++) {
+			uint64_t v = 0;
+			size_t vlen;
+
+			if (k % 2)
+				admit_lru_get_with(in->c, KEY(k), read_counter, &v);
+			else
+				admit_lru_get(in->c, KEY(k), &v, sizeof(v), &vlen);
+			if (v < last[k])
+				atomic_fetch_add(&in->bad, 1);
+			last[k] = v > last[k] ? v : last[k];
+		}
+	}
+	return NULL;
+}
+
+START_TEST(test_compute_no_lost_update)
+{
+	struct incr in = { .c = make(1000, 0, ADMIT_LRU_ADAPTIVE, 2) };
+	pthread_t t[INC_THREADS + 1];
+	unsigned long bad;
+
+	for (int i = 0; i < INC_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, incrementer, &in), 0);
+	ck_assert_int_eq(pthread_create(&t[INC_THREADS], NULL, monotonic_reader, &in), 0);
+	for (int i = 0; i <= INC_THREADS; i++)
+		pthread_join(t[i], NULL);
+	for (uint64_t k = 0; k < INC_KEYS; k++) {
+		uint64_t v = 0;
+		size_t vlen;
+
+		ck_assert_int_eq(admit_lru_peek(in.c, KEY(k), &v, sizeof(v), &vlen), ADMIT_OK);
+		ck_assert_msg(v == (uint64_t)INC_THREADS * INC_EACH,
+		              "key %llu: %llu increments lost", (unsigned long long)k,
+		              (unsigned long long)(INC_THREADS * INC_EACH - v));
+	}
+	bad = atomic_load(&in.bad);
+	ck_assert_msg(bad == 0, "%lu failed computes or counters seen to shrink", bad);
+	admit_lru_free(in.c);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -249,6 +573,11 @@ main(void)
 	tcase_add_test(tc, test_peek_leaves_no_trace);
 	tcase_add_test(tc, test_get_with);
 	tcase_add_test(tc, test_get_with_whole);
+	tcase_add_test(tc, test_compute_bad_args);
+	tcase_add_test(tc, test_compute_verdicts);
+	tcase_add_test(tc, test_compute_append);
+	tcase_add_loop_test(tc, test_compute_is_one_access, 0, 6);
+	tcase_add_test(tc, test_compute_no_lost_update);
 	suite_add_tcase(s, tc);
 	return test_run(srunner_create(s));
 }

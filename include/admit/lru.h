@@ -45,6 +45,7 @@
 #ifndef ADMIT_LRU_H
 #define ADMIT_LRU_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -229,6 +230,74 @@ typedef void (*admit_lru_reader_t)(const void *value, size_t vlen, void *arg);
 enum admit_status admit_lru_get_with(struct admit_lru *c, const void *key,
                                      size_t klen, admit_lru_reader_t fn,
                                      void *arg);
+
+/* What an updater (admit_lru_compute) decides. */
+enum admit_lru_verdict {
+	ADMIT_LRU_KEEP = 0,  /* refuse: the key stays as it was (present or
+	                      * absent) */
+	ADMIT_LRU_STORE,     /* store the value written into the buffer of the
+	                      * last admit_lru_update_alloc call */
+	ADMIT_LRU_REMOVE,    /* delete the key (nothing to do if absent) */
+};
+
+/*
+ * What an updater sees of the key.  Only the library creates one: an
+ * updater gets a pointer to it, valid until the updater returns.
+ */
+struct admit_lru_update {
+	const void *old;     /* the current value, valid until the updater
+	                      * returns; NULL when absent or empty */
+	size_t old_len;      /* its length; 0 when absent */
+	bool found;          /* whether the key is present */
+};
+
+/* An updater: reads up, decides, and for ADMIT_LRU_STORE writes the new
+ * value into a buffer from admit_lru_update_alloc(up, ...). */
+typedef enum admit_lru_verdict (*admit_lru_updater_t)(
+	struct admit_lru_update *up, void *arg);
+
+/*
+ * Within an updater only: returns a buffer of vlen bytes for the new value
+ * (vlen may be 0), inside the entry that ADMIT_LRU_STORE will publish, so
+ * the value is written once, in place (old and the buffer may be read and
+ * written together: an append copies old, then its suffix).  A later call
+ * replaces the buffer of an earlier one.  Returns NULL when up is NULL, the
+ * entry would be larger than a shard's byte capacity or SIZE_MAX / 4
+ * (admit_lru_compute then returns ADMIT_FULL on ADMIT_LRU_STORE), or memory
+ * runs out (ADMIT_NOMEM).
+ * Thread-safety: only from the updater that up was given to.
+ */
+void *admit_lru_update_alloc(struct admit_lru_update *up, size_t vlen);
+
+/*
+ * Atomically reads, modifies and writes the entry of key: with the key's
+ * shard mutex held, fn(up, arg) sees the current value (or its absence) and
+ * returns a verdict, which is applied before the mutex is released.  No
+ * set, delete or other compute of the key can come between the value fn saw
+ * and what it decided; a get sees either the whole old value or the whole
+ * new one (as for admit_lru_set).  Increment, compare-and-set, append and
+ * add-if-absent are each one call.
+ * It is one access: a hit when the key was present (counted, the entry made
+ * most recently used, and TinyLFU records its frequency once, whatever the
+ * verdict), a miss when it was absent (counted; a stored new key is then
+ * recorded once and enters as admit_lru_set's would, which admission may
+ * turn away).
+ * fn runs once, in the calling thread, holding the shard mutex: it must be
+ * short, must not block, and must not call any admit_lru function on this
+ * cache (it would wait for itself).  It keeps no pointer to up->old or to
+ * the buffer after it returns.
+ * Returns ADMIT_OK when the verdict was applied (KEEP, REMOVE, or STORE with
+ * the new value in the cache); ADMIT_REJECTED when admission turned the
+ * stored entry away (the key's old value is gone too, as for
+ * admit_lru_set); ADMIT_FULL or ADMIT_NOMEM when fn chose STORE but its last
+ * admit_lru_update_alloc failed (the key is unchanged); ADMIT_EINVAL for c
+ * or fn NULL, key NULL with klen > 0, or an unknown verdict or STORE
+ * without a buffer (the key is unchanged; the access is still counted).
+ * Thread-safety: any thread; takes the key's shard mutex only.
+ */
+enum admit_status admit_lru_compute(struct admit_lru *c, const void *key,
+                                    size_t klen, admit_lru_updater_t fn,
+                                    void *arg);
 
 #ifdef __cplusplus
 }
