@@ -936,16 +936,14 @@ admit_lru_free(struct admit_lru *c)
 }
 
 enum admit_status
-admit_lru_get(struct admit_lru *c, const void *key, size_t klen, void *buf,
-              size_t bufsize, size_t *vlen)
+admit_lru_get_hashed(struct admit_lru *c, uint64_t h, const void *key,
+                     size_t klen, void *buf, size_t bufsize, size_t *vlen)
 {
-	uint64_t h;
 	struct shard *s;
 	struct entry *e;
 
 	if (!c || !vlen || (!key && klen) || (!buf && bufsize))
 		return ADMIT_EINVAL;
-	h = hash_key(c, key, klen);
 	s = shard_of(c, h);
 	admit_rcu_read_lock();
 	e = lookup(s, h, key, klen);
@@ -977,10 +975,9 @@ static bool set_locked(struct admit_lru *c, struct shard *s, struct entry *e,
                        struct entry *old, _Atomic(struct entry *) *p);
 
 enum admit_status
-admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
-              const void *value, size_t vlen)
+admit_lru_set_hashed(struct admit_lru *c, uint64_t h, const void *key,
+                     size_t klen, const void *value, size_t vlen)
 {
-	uint64_t h;
 	struct shard *s;
 	struct entry *e, *old;
 	_Atomic(struct entry *) *p;
@@ -990,7 +987,6 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 		return ADMIT_EINVAL;
 	if (klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4)
 		return ADMIT_FULL;
-	h = hash_key(c, key, klen);
 	s = shard_of(c, h);
 	if (s->max_bytes && charge_of(klen, vlen) > s->max_bytes)
 		return ADMIT_FULL;
@@ -1062,15 +1058,14 @@ set_locked(struct admit_lru *c, struct shard *s, struct entry *e,
 }
 
 enum admit_status
-admit_lru_delete(struct admit_lru *c, const void *key, size_t klen)
+admit_lru_delete_hashed(struct admit_lru *c, uint64_t h, const void *key,
+                        size_t klen)
 {
-	uint64_t h;
 	struct shard *s;
 	struct entry *e;
 
 	if (!c || (!key && klen))
 		return ADMIT_EINVAL;
-	h = hash_key(c, key, klen);
 	s = shard_of(c, h);
 	shard_lock(c, s);
 	e = find(index_of(s), h, key, klen, NULL);
@@ -1172,16 +1167,14 @@ note_access(struct admit_lru *c, struct shard *s, struct entry *e)
 }
 
 enum admit_status
-admit_lru_get_with(struct admit_lru *c, const void *key, size_t klen,
-                   admit_lru_reader_t fn, void *arg)
+admit_lru_get_with_hashed(struct admit_lru *c, uint64_t h, const void *key,
+                          size_t klen, admit_lru_reader_t fn, void *arg)
 {
-	uint64_t h;
 	struct shard *s;
 	struct entry *e;
 
 	if (!c || !fn || (!key && klen))
 		return ADMIT_EINVAL;
-	h = hash_key(c, key, klen);
 	s = shard_of(c, h);
 	admit_rcu_read_lock();
 	e = lookup(s, h, key, klen);
@@ -1238,19 +1231,24 @@ admit_lru_update_alloc(struct admit_lru_update *up, size_t vlen)
 	return e->data + u->klen;
 }
 
-static enum admit_status
-compute_hashed(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
-               admit_lru_updater_t fn, void *arg)
+enum admit_status
+admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
+                         size_t klen, admit_lru_updater_t fn, void *arg)
 {
-	struct update u = {
-		.s = shard_of(c, h), .h = h, .key = key, .klen = klen,
-		.st = ADMIT_EINVAL,
-	};
-	struct shard *s = u.s;
+	struct update u;
+	struct shard *s;
 	_Atomic(struct entry *) *p;
 	struct entry *old;
 	enum admit_lru_verdict v;
 	enum admit_status st = ADMIT_OK;
+
+	if (!c || !fn || (!key && klen))
+		return ADMIT_EINVAL;
+	u = (struct update){
+		.s = shard_of(c, h), .h = h, .key = key, .klen = klen,
+		.st = ADMIT_EINVAL,
+	};
+	s = u.s;
 
 	shard_lock(c, s);
 	old = find(index_of(s), h, key, klen, &p);
@@ -1293,5 +1291,54 @@ admit_lru_compute(struct admit_lru *c, const void *key, size_t klen,
 {
 	if (!c || !fn || (!key && klen))
 		return ADMIT_EINVAL;
-	return compute_hashed(c, hash_key(c, key, klen), key, klen, fn, arg);
+	return admit_lru_compute_hashed(c, hash_key(c, key, klen), key, klen, fn,
+	                                arg);
+}
+
+/* ---- the unhashed calls: the library's hash, then the hashed call ---- */
+
+uint64_t
+admit_lru_hash(const struct admit_lru *c, const void *key, size_t klen)
+{
+	if (!c || (!key && klen))
+		return 0;
+	return hash_key(c, key, klen);
+}
+
+enum admit_status
+admit_lru_get(struct admit_lru *c, const void *key, size_t klen, void *buf,
+              size_t bufsize, size_t *vlen)
+{
+	if (!c || (!key && klen))
+		return ADMIT_EINVAL;
+	return admit_lru_get_hashed(c, hash_key(c, key, klen), key, klen, buf,
+	                            bufsize, vlen);
+}
+
+enum admit_status
+admit_lru_get_with(struct admit_lru *c, const void *key, size_t klen,
+                   admit_lru_reader_t fn, void *arg)
+{
+	if (!c || (!key && klen))
+		return ADMIT_EINVAL;
+	return admit_lru_get_with_hashed(c, hash_key(c, key, klen), key, klen,
+	                                 fn, arg);
+}
+
+enum admit_status
+admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
+              const void *value, size_t vlen)
+{
+	if (!c || (!key && klen))
+		return ADMIT_EINVAL;
+	return admit_lru_set_hashed(c, hash_key(c, key, klen), key, klen, value,
+	                            vlen);
+}
+
+enum admit_status
+admit_lru_delete(struct admit_lru *c, const void *key, size_t klen)
+{
+	if (!c || (!key && klen))
+		return ADMIT_EINVAL;
+	return admit_lru_delete_hashed(c, hash_key(c, key, klen), key, klen);
 }

@@ -562,6 +562,111 @@ START_TEST(test_compute_no_lost_update)
 }
 END_TEST
 
+/* ---- hashed calls ----------------------------------------------------------- */
+
+START_TEST(test_hashed_bad_args)
+{
+	struct admit_lru *c = make(10, 0, ADMIT_LRU_ADAPTIVE, 2);
+	uint64_t h = admit_lru_hash(c, "k", 1);
+	char buf[4];
+	size_t vlen;
+	struct seen sn = { 0 };
+
+	ck_assert_uint_eq(admit_lru_hash(NULL, "k", 1), 0);
+	ck_assert_uint_eq(admit_lru_hash(c, NULL, 1), 0);
+	ck_assert_int_eq(admit_lru_get_hashed(NULL, h, "k", 1, buf, 4, &vlen), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_get_hashed(c, h, NULL, 1, buf, 4, &vlen), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_get_hashed(c, h, "k", 1, NULL, 4, &vlen), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_get_hashed(c, h, "k", 1, buf, 4, NULL), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_get_with_hashed(NULL, h, "k", 1, see, &sn), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_get_with_hashed(c, h, NULL, 1, see, &sn), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_get_with_hashed(c, h, "k", 1, NULL, &sn), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set_hashed(NULL, h, "k", 1, "v", 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set_hashed(c, h, NULL, 1, "v", 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set_hashed(c, h, "k", 1, NULL, 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_delete_hashed(NULL, h, "k", 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_delete_hashed(c, h, NULL, 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_compute_hashed(NULL, h, "k", 1, increment, NULL), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_compute_hashed(c, h, NULL, 1, increment, NULL), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_compute_hashed(c, h, "k", 1, NULL, NULL), ADMIT_EINVAL);
+	ck_assert_uint_eq(stats(c).entries, 0);
+	admit_lru_free(c);
+}
+END_TEST
+
+/* The hashed calls and the plain ones see the same keys, in every shard. */
+START_TEST(test_hashed_same_keys)
+{
+	struct admit_lru *c = make(4096, 0, ADMIT_LRU_ADAPTIVE, 8);
+	struct admit_lru_config other = { .capacity = 10, .seed = SEED + 1 };
+	struct admit_lru *d;
+	uint64_t v, differ = 0;
+	size_t vlen;
+
+	ck_assert_int_eq(admit_lru_new(&other, &d), ADMIT_OK);
+	for (uint64_t i = 0; i < 1000; i++) {
+		uint64_t h = admit_lru_hash(c, KEY(i));
+
+		ck_assert_uint_eq(h, admit_lru_hash(c, KEY(i)));
+		differ += h != admit_lru_hash(d, KEY(i));
+		if (i % 2)
+			ck_assert_int_eq(admit_lru_set_hashed(c, h, KEY(i), &i, sizeof(i)), ADMIT_OK);
+		else
+			ck_assert_int_eq(admit_lru_set(c, KEY(i), &i, sizeof(i)), ADMIT_OK);
+	}
+	ck_assert_uint_gt(differ, 990);
+	for (uint64_t i = 0; i < 1000; i++) {
+		uint64_t h = admit_lru_hash(c, KEY(i));
+		struct seen sn = { 0 };
+
+		ck_assert_int_eq(admit_lru_get(c, KEY(i), &v, sizeof(v), &vlen), ADMIT_OK);
+		ck_assert_uint_eq(v, i);
+		ck_assert_int_eq(admit_lru_get_hashed(c, h, KEY(i), &v, sizeof(v), &vlen), ADMIT_OK);
+		ck_assert_uint_eq(v, i);
+		ck_assert_int_eq(admit_lru_get_with_hashed(c, h, KEY(i), see, &sn), ADMIT_OK);
+		ck_assert(sn.calls == 1 && memcmp(sn.buf, &i, sizeof(i)) == 0);
+		ck_assert_int_eq(admit_lru_compute_hashed(c, h, KEY(i), increment, NULL), ADMIT_OK);
+		ck_assert_int_eq(admit_lru_peek(c, KEY(i), &v, sizeof(v), &vlen), ADMIT_OK);
+		ck_assert_uint_eq(v, i + 1);
+		if (i % 3 == 0) {
+			ck_assert_int_eq(admit_lru_delete_hashed(c, h, KEY(i)), ADMIT_OK);
+			ck_assert_int_eq(admit_lru_get(c, KEY(i), &v, sizeof(v), &vlen),
+			                 ADMIT_NOTFOUND);
+		}
+	}
+	ck_assert_uint_eq(stats(c).entries, 1000 - 334);
+	admit_lru_free(c);
+	admit_lru_free(d);
+}
+END_TEST
+
+/* A wrong hash misfiles the key but leaves the cache consistent. */
+START_TEST(test_hashed_wrong_hash)
+{
+	struct admit_lru *c = make(100, 0, ADMIT_LRU_ADAPTIVE, 4);
+	uint64_t h = admit_lru_hash(c, "k", 1), bad = ~h;
+	char buf[4];
+	size_t vlen;
+
+	ck_assert_int_eq(admit_lru_set_hashed(c, bad, "k", 1, "w", 1), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_get(c, "k", 1, buf, sizeof(buf), &vlen), ADMIT_NOTFOUND);
+	ck_assert_int_eq(admit_lru_set(c, "k", 1, "r", 1), ADMIT_OK);
+	ck_assert_uint_eq(stats(c).entries, 2);
+	ck_assert_int_eq(admit_lru_get_hashed(c, bad, "k", 1, buf, sizeof(buf), &vlen), ADMIT_OK);
+	ck_assert(vlen == 1 && buf[0] == 'w');
+	ck_assert_int_eq(admit_lru_get(c, "k", 1, buf, sizeof(buf), &vlen), ADMIT_OK);
+	ck_assert(vlen == 1 && buf[0] == 'r');
+	ck_assert_int_eq(admit_lru_delete_hashed(c, bad, "k", 1), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_delete_hashed(c, bad, "k", 1), ADMIT_NOTFOUND);
+	ck_assert_int_eq(admit_lru_delete(c, "k", 1), ADMIT_OK);
+	ck_assert_uint_eq(stats(c).entries, 0);
+	for (uint64_t i = 0; i < 1000; i++)  /* misfiled keys evict normally */
+		admit_lru_set_hashed(c, i * 0x9e3779b97f4a7c15ull, KEY(i), "v", 1);
+	ck_assert_uint_le(stats(c).entries, 100);
+	admit_lru_free(c);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -578,6 +683,9 @@ main(void)
 	tcase_add_test(tc, test_compute_append);
 	tcase_add_loop_test(tc, test_compute_is_one_access, 0, 6);
 	tcase_add_test(tc, test_compute_no_lost_update);
+	tcase_add_test(tc, test_hashed_bad_args);
+	tcase_add_test(tc, test_hashed_same_keys);
+	tcase_add_test(tc, test_hashed_wrong_hash);
 	suite_add_tcase(s, tc);
 	return test_run(srunner_create(s));
 }

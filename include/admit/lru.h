@@ -299,6 +299,46 @@ enum admit_status admit_lru_compute(struct admit_lru *c, const void *key,
                                     size_t klen, admit_lru_updater_t fn,
                                     void *arg);
 
+/* ---- hash once: for callers that already hashed the key --------------- */
+
+/*
+ * The hash this cache uses for key: seeded per cache (by its config's seed),
+ * so it differs between caches and between runs with seed 0.  Pass it to
+ * the _hashed calls below to hash each key once, and use it for your own
+ * routing if you like.  Returns 0 for c NULL or key NULL with klen > 0.
+ * Thread-safety: any thread; reads only what admit_lru_new wrote.
+ */
+uint64_t admit_lru_hash(const struct admit_lru *c, const void *key,
+                        size_t klen);
+
+/*
+ * admit_lru_get, admit_lru_get_with, admit_lru_set, admit_lru_delete and
+ * admit_lru_compute for a key whose hash h the caller computed with
+ * admit_lru_hash(c, key, klen): the same contract, errors and
+ * thread-safety, one hash fewer.  h must be that hash.  Any other value
+ * does not harm the cache (its state stays consistent) but files or looks
+ * the key up under the wrong hash: a get may miss a key that is there, and
+ * a set may store a second copy that only calls with the same wrong h find
+ * (it still counts against the capacity until evicted).
+ */
+enum admit_status admit_lru_get_hashed(struct admit_lru *c, uint64_t h,
+                                       const void *key, size_t klen,
+                                       void *buf, size_t bufsize,
+                                       size_t *vlen);
+enum admit_status admit_lru_get_with_hashed(struct admit_lru *c, uint64_t h,
+                                            const void *key, size_t klen,
+                                            admit_lru_reader_t fn,
+                                            void *arg);
+enum admit_status admit_lru_set_hashed(struct admit_lru *c, uint64_t h,
+                                       const void *key, size_t klen,
+                                       const void *value, size_t vlen);
+enum admit_status admit_lru_delete_hashed(struct admit_lru *c, uint64_t h,
+                                          const void *key, size_t klen);
+enum admit_status admit_lru_compute_hashed(struct admit_lru *c, uint64_t h,
+                                           const void *key, size_t klen,
+                                           admit_lru_updater_t fn,
+                                           void *arg);
+
 #ifdef __cplusplus
 }
 #endif
