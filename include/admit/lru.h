@@ -93,6 +93,13 @@ struct admit_lru_config {
 	                           * Its cache_capacity and seed are ignored
 	                           * (this config's are used); read only during
 	                           * admit_lru_new.  Ignored by ADMIT_LRU_PLAIN. */
+	uint64_t (*clock)(void *arg);
+	                          /* the clock of entries' expiry times, in
+	                           * nanoseconds, never going back; NULL =
+	                           * CLOCK_MONOTONIC.  Called from any thread
+	                           * that uses the cache, with or without a
+	                           * shard mutex held (tests give a fake one). */
+	void *clock_arg;          /* clock's argument */
 };
 
 struct admit_lru_stats {
@@ -109,6 +116,7 @@ struct admit_lru_stats {
 	uint64_t filter_entries; /* keys TinyLFU counts now (0 for PLAIN) */
 	uint64_t filter_slots;   /* its frequency store's slots: entries /
 	                          * slots is the filter load */
+	uint64_t expired;   /* entries removed because their time had come */
 };
 
 /*
@@ -248,7 +256,14 @@ struct admit_lru_update {
 	const void *old;     /* the current value, valid until the updater
 	                      * returns; NULL when absent or empty */
 	size_t old_len;      /* its length; 0 when absent */
-	bool found;          /* whether the key is present */
+	bool found;          /* whether the key is present (an expired entry
+	                      * is absent) */
+	uint64_t old_expires;/* its expiry time (admit_lru_now's clock); 0 =
+	                      * never, or absent */
+	uint64_t expires;    /* the stored value's expiry time: set to
+	                      * old_expires before the updater runs, which
+	                      * may change it (0 = never; a time already
+	                      * past makes ADMIT_LRU_STORE a removal) */
 };
 
 /* An updater: reads up, decides, and for ADMIT_LRU_STORE writes the new
@@ -338,6 +353,64 @@ enum admit_status admit_lru_compute_hashed(struct admit_lru *c, uint64_t h,
                                            const void *key, size_t klen,
                                            admit_lru_updater_t fn,
                                            void *arg);
+
+/* ---- expiry ----------------------------------------------------------- */
+
+/*
+ * Entries stored with an expiry time (admit_lru_set_expiring, or
+ * admit_lru_compute's up->expires) expire when the cache's clock
+ * (admit_lru_config.clock, CLOCK_MONOTONIC by default, in nanoseconds)
+ * reaches it.  From that moment every call sees the key absent: get,
+ * get_with and peek miss (a get's miss is counted), compute sees
+ * found == false, delete returns ADMIT_NOTFOUND.  The entry's capacity is
+ * reclaimed without anyone asking for the key: each shard keeps its timed
+ * entries in a hierarchical timer wheel, and every set, compute and stats
+ * of a shard first removes its entries whose time has come, to within
+ * about 67 ms (the wheel's tick); admit_lru_expire does it for every shard,
+ * for an embedder's maintenance thread.  Removed entries are counted in
+ * stats' expired, not evicted.  Entries stored without a time never expire
+ * and cost nothing extra; a timed one carries 32 bytes more than
+ * ADMIT_LRU_ENTRY_OVERHEAD says (not charged to the capacity).
+ */
+
+/*
+ * The cache's clock now, in nanoseconds: add a time-to-live to it to get an
+ * expiry time.  0 for c NULL.
+ * Thread-safety: any thread.
+ */
+uint64_t admit_lru_now(const struct admit_lru *c);
+
+/*
+ * admit_lru_set, with the entry expiring at expires_at (admit_lru_now's
+ * clock; 0 = never, exactly admit_lru_set).  A time already past removes
+ * the key and returns ADMIT_OK (stored and expired at once, as memcached
+ * treats a negative expiry).  Returns and errors as admit_lru_set;
+ * ADMIT_NOMEM also when the shard's timer wheel (5 KiB, made at its first
+ * timed entry) cannot be allocated.
+ * Thread-safety: any thread; takes the key's shard mutex only.
+ */
+enum admit_status admit_lru_set_expiring(struct admit_lru *c, const void *key,
+                                         size_t klen, const void *value,
+                                         size_t vlen, uint64_t expires_at);
+
+/* admit_lru_set_expiring for a key hashed with admit_lru_hash (see the
+ * _hashed calls above for what h must be). */
+enum admit_status admit_lru_set_expiring_hashed(struct admit_lru *c,
+                                                uint64_t h, const void *key,
+                                                size_t klen,
+                                                const void *value,
+                                                size_t vlen,
+                                                uint64_t expires_at);
+
+/*
+ * Removes now, from every shard, the entries whose time has come (to
+ * within the wheel's tick); their capacity is free at once, their memory
+ * after a grace period.  Not needed for correctness: sets do it on their
+ * shard as they go.  Errors: ADMIT_EINVAL (c NULL).
+ * Thread-safety: any thread; takes each shard mutex in turn, one at a
+ * time.
+ */
+enum admit_status admit_lru_expire(struct admit_lru *c);
 
 #ifdef __cplusplus
 }
