@@ -17,6 +17,13 @@
 
 #define SEED 0x5eed1e55ull
 
+static uint64_t
+rnd_u64(uint64_t *x)
+{
+	*x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+	return *x;
+}
+
 static struct admit_lru *
 make(uint64_t cap, uint64_t bytes, enum admit_lru_policy pol, unsigned shards)
 {
@@ -667,6 +674,303 @@ START_TEST(test_hashed_wrong_hash)
 }
 END_TEST
 
+/* ---- expiry ----------------------------------------------------------------- */
+
+#define SEC UINT64_C(1000000000)
+#define T0 (UINT64_C(1000) * SEC)
+
+static _Atomic uint64_t fake_now;
+
+static uint64_t
+fake_clock(void *arg)
+{
+	(void)arg;
+	return atomic_load(&fake_now);
+}
+
+static struct admit_lru *
+make_timed(uint64_t cap, uint64_t bytes, enum admit_lru_policy pol, unsigned shards)
+{
+	struct admit_lru_config cfg = {
+		.capacity = cap, .capacity_bytes = bytes, .policy = pol,
+		.shards = shards, .seed = SEED, .clock = fake_clock,
+	};
+	struct admit_lru *c = NULL;
+
+	atomic_store(&fake_now, T0);
+	ck_assert_int_eq(admit_lru_new(&cfg, &c), ADMIT_OK);
+	return c;
+}
+
+START_TEST(test_expiry_bad_args)
+{
+	struct admit_lru *c = make_timed(10, 0, ADMIT_LRU_ADAPTIVE, 1);
+	uint64_t h = admit_lru_hash(c, "k", 1);
+
+	ck_assert_int_eq(admit_lru_set_expiring(NULL, "k", 1, "v", 1, T0 + 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set_expiring(c, NULL, 1, "v", 1, T0 + 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set_expiring(c, "k", 1, NULL, 1, T0 + 1), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set_expiring_hashed(NULL, h, "k", 1, "v", 1, T0 + 1),
+	                 ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set_expiring_hashed(c, h, NULL, 1, "v", 1, T0 + 1),
+	                 ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set_expiring(c, "k", 1, "v", SIZE_MAX / 2, T0 + 1),
+	                 ADMIT_FULL);
+	ck_assert_int_eq(admit_lru_expire(NULL), ADMIT_EINVAL);
+	ck_assert_uint_eq(admit_lru_now(NULL), 0);
+	ck_assert_uint_eq(admit_lru_now(c), T0);
+	ck_assert_uint_eq(stats(c).entries, 0);
+	admit_lru_free(c);
+
+	/* The default clock is CLOCK_MONOTONIC's nanoseconds: it moves. */
+	c = make(10, 0, ADMIT_LRU_ADAPTIVE, 1);
+	h = admit_lru_now(c);
+	ck_assert_uint_gt(h, 0);
+	ck_assert_int_eq(admit_lru_set_expiring(c, "k", 1, "v", 1, h + 3600 * SEC), ADMIT_OK);
+	ck_assert(value_is(c, "k", "v"));
+	ck_assert_uint_ge(admit_lru_now(c), h);
+	admit_lru_free(c);
+}
+END_TEST
+
+static enum admit_lru_verdict
+note_found(struct admit_lru_update *up, void *arg)
+{
+	*(bool *)arg = up->found;
+	return ADMIT_LRU_KEEP;
+}
+
+/* Expired is absent for every call at once, before any reclaim. */
+START_TEST(test_expiry_invisible_at_once)
+{
+	struct admit_lru *c = make_timed(100, 0, ADMIT_LRU_ADAPTIVE, 1);
+	struct seen sn = { 0 };
+	struct admit_lru_stats st;
+	char buf[8];
+	size_t vlen;
+	bool found = true;
+
+	ck_assert_int_eq(admit_lru_set_expiring(c, "k", 1, "v", 1, T0 + 1000), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_set_expiring(c, "n", 1, "never", 5, 0), ADMIT_OK);
+	atomic_store(&fake_now, T0 + 999);
+	ck_assert_int_eq(admit_lru_get(c, "k", 1, buf, sizeof(buf), &vlen), ADMIT_OK);
+	atomic_store(&fake_now, T0 + 1000);
+	ck_assert_int_eq(admit_lru_get(c, "k", 1, buf, sizeof(buf), &vlen), ADMIT_NOTFOUND);
+	ck_assert_int_eq(admit_lru_peek(c, "k", 1, buf, sizeof(buf), &vlen), ADMIT_NOTFOUND);
+	ck_assert_int_eq(admit_lru_get_with(c, "k", 1, see, &sn), ADMIT_NOTFOUND);
+	ck_assert_int_eq(sn.calls, 0);
+	ck_assert_int_eq(admit_lru_compute(c, "k", 1, note_found, &found), ADMIT_OK);
+	ck_assert(!found);
+	st = stats(c);
+	ck_assert_uint_eq(st.hits, 1);
+	ck_assert_uint_eq(st.misses, 3);  /* get, get_with, compute */
+	ck_assert_uint_eq(st.expired, 1);  /* compute met it */
+	ck_assert_uint_eq(st.entries, 1);
+	ck_assert_int_eq(admit_lru_delete(c, "k", 1), ADMIT_NOTFOUND);
+	atomic_store(&fake_now, T0 + 1000 * SEC);
+	ck_assert(value_is(c, "n", "never"));
+
+	/* A set over an expired key; a time already past removes the key. */
+	ck_assert_int_eq(admit_lru_set_expiring(c, "k", 1, "v1", 2, T0 + 1001 * SEC), ADMIT_OK);
+	atomic_store(&fake_now, T0 + 1002 * SEC);
+	ck_assert(value_is(c, "k", NULL));
+	ck_assert_int_eq(admit_lru_set(c, "k", 1, "v2", 2), ADMIT_OK);
+	ck_assert(value_is(c, "k", "v2"));
+	ck_assert_int_eq(admit_lru_set_expiring(c, "k", 1, "v3", 2, T0), ADMIT_OK);
+	ck_assert(value_is(c, "k", NULL));
+	st = stats(c);
+	ck_assert_uint_eq(st.entries, 1);
+	ck_assert_uint_eq(st.expired, 2);
+	admit_lru_free(c);
+}
+END_TEST
+
+/*
+ * The point of the wheel: a shard full of expired, frequently used entries
+ * takes CAP new cold keys without a get and without evicting or rejecting
+ * one, because each set first reclaims what has expired.  Without that,
+ * TinyLFU would turn the cold keys away in favour of the expired hot ones.
+ */
+START_TEST(test_expiry_reclaims_without_get)
+{
+	static const enum admit_lru_policy pol[] = {
+		ADMIT_LRU_ADAPTIVE, ADMIT_LRU_WTINYLFU, ADMIT_LRU_TINYLFU, ADMIT_LRU_PLAIN,
+	};
+	enum { CAP = 64 };
+	bool by_bytes = _i % 2;
+	struct admit_lru *c = make_timed(by_bytes ? 0 : CAP,
+	                                 by_bytes ? CAP * (8 + 1 + ADMIT_LRU_ENTRY_OVERHEAD) : 0,
+	                                 pol[_i / 2], 1);
+	struct admit_lru_stats st;
+	size_t vlen, present = 0;
+	char buf[4];
+
+	for (uint64_t i = 0; i < CAP; i++)
+		ck_assert_int_eq(admit_lru_set_expiring(c, KEY(i), "v", 1, T0 + 10 * SEC),
+		                 ADMIT_OK);
+	for (int round = 0; round < 4; round++)
+		for (uint64_t i = 0; i < CAP; i++)
+			ck_assert_int_eq(admit_lru_get(c, KEY(i), buf, sizeof(buf), &vlen), ADMIT_OK);
+	st = stats(c);
+	ck_assert_uint_eq(st.entries, CAP);
+	atomic_store(&fake_now, T0 + 11 * SEC);
+	for (uint64_t i = 1000; i < 1000 + CAP; i++)
+		ck_assert_int_eq(admit_lru_set(c, KEY(i), "w", 1), ADMIT_OK);
+	st = stats(c);
+	ck_assert_uint_eq(st.expired, CAP);
+	ck_assert_uint_eq(st.evicted, 0);
+	ck_assert_uint_eq(st.rejected, 0);
+	ck_assert_uint_eq(st.entries, CAP);
+	for (uint64_t i = 1000; i < 1000 + CAP; i++)
+		present += admit_lru_peek(c, KEY(i), buf, sizeof(buf), &vlen) == ADMIT_OK;
+	ck_assert_uint_eq(present, CAP);
+	admit_lru_free(c);
+}
+END_TEST
+
+/* admit_lru_expire (and stats) empty every shard of what has expired. */
+START_TEST(test_expiry_maintenance)
+{
+	enum { N = 2000 };
+	struct admit_lru *c = make_timed(4 * N, 0, ADMIT_LRU_ADAPTIVE, 8);
+	struct admit_lru_stats st;
+
+	for (uint64_t i = 0; i < N; i++)
+		ck_assert_int_eq(admit_lru_set_expiring(c, KEY(i), "v", 1,
+		                                        T0 + (1 + i % 5) * 60 * SEC),
+		                 ADMIT_OK);
+	ck_assert_int_eq(admit_lru_set(c, "forever", 7, "v", 1), ADMIT_OK);
+	atomic_store(&fake_now, T0 + 3 * 60 * SEC + SEC);
+	ck_assert_int_eq(admit_lru_expire(c), ADMIT_OK);
+	st = stats(c);
+	ck_assert_uint_eq(st.expired, 3 * N / 5);
+	ck_assert_uint_eq(st.entries, N - 3 * N / 5 + 1);
+	atomic_store(&fake_now, T0 + 24 * 3600 * SEC);
+	ck_assert_int_eq(admit_lru_expire(c), ADMIT_OK);
+	st = stats(c);
+	ck_assert_uint_eq(st.expired, N);
+	ck_assert_uint_eq(st.entries, 1);
+	ck_assert(value_is(c, "forever", "v"));
+	admit_lru_free(c);
+}
+END_TEST
+
+/* compute sees an entry's expiry, keeps it by default, may change it. */
+static enum admit_lru_verdict
+set_expiry(struct admit_lru_update *up, void *arg)
+{
+	const uint64_t *when = arg;
+	void *b;
+
+	*(uint64_t *)(when + 1) = up->old_expires;
+	if (*when != UINT64_MAX)
+		up->expires = *when;
+	b = admit_lru_update_alloc(up, 1);
+	if (!b)
+		return ADMIT_LRU_KEEP;
+	memcpy(b, "c", 1);
+	return ADMIT_LRU_STORE;
+}
+
+START_TEST(test_expiry_compute)
+{
+	struct admit_lru *c = make_timed(100, 0, ADMIT_LRU_ADAPTIVE, 1);
+	uint64_t arg[2];
+
+	ck_assert_int_eq(admit_lru_set_expiring(c, "k", 1, "v", 1, T0 + 10 * SEC), ADMIT_OK);
+	arg[0] = UINT64_MAX;  /* keep the expiry */
+	ck_assert_int_eq(admit_lru_compute(c, "k", 1, set_expiry, arg), ADMIT_OK);
+	ck_assert_uint_eq(arg[1], T0 + 10 * SEC);
+	ck_assert(value_is(c, "k", "c"));
+	atomic_store(&fake_now, T0 + 10 * SEC);
+	ck_assert(value_is(c, "k", NULL));
+	arg[0] = T0 + 20 * SEC;  /* absent: a new key with an expiry */
+	ck_assert_int_eq(admit_lru_compute(c, "k", 1, set_expiry, arg), ADMIT_OK);
+	ck_assert_uint_eq(arg[1], 0);
+	arg[0] = 0;              /* never */
+	ck_assert_int_eq(admit_lru_compute(c, "k", 1, set_expiry, arg), ADMIT_OK);
+	ck_assert_uint_eq(arg[1], T0 + 20 * SEC);
+	atomic_store(&fake_now, T0 + 1000 * SEC);
+	ck_assert(value_is(c, "k", "c"));
+	arg[0] = T0;             /* already past: removed */
+	ck_assert_int_eq(admit_lru_compute(c, "k", 1, set_expiry, arg), ADMIT_OK);
+	ck_assert(value_is(c, "k", NULL));
+	ck_assert_uint_eq(stats(c).entries, 0);
+	admit_lru_free(c);
+}
+END_TEST
+
+/* Under threads: a reader never sees a value past its time (each value is
+ * its own expiry time), while writers store with short lives, the clock
+ * runs and a maintenance thread expires. */
+enum { EXP_KEYS = 64, EXP_OPS = 30000 };
+
+struct exp_run {
+	struct admit_lru *c;
+	atomic_int done;
+	atomic_ulong stale, hits;
+};
+
+static void *
+exp_writer(void *arg)
+{
+	struct exp_run *r = arg;
+	uint64_t x = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&x;
+
+	for (int i = 0; i < EXP_OPS; i++) {
+		uint64_t when = atomic_load(&fake_now) + 1 + rnd_u64(&x) % (SEC / 4);
+
+		admit_lru_set_expiring(r->c, KEY(rnd_u64(&x) % EXP_KEYS), &when,
+		                       sizeof(when), when);
+		if (i % 64 == 0)
+			atomic_fetch_add(&fake_now, SEC / 50);
+	}
+	atomic_fetch_add(&r->done, 1);
+	return NULL;
+}
+
+static void *
+exp_reader(void *arg)
+{
+	struct exp_run *r = arg;
+	uint64_t k = 0;
+
+	while (atomic_load(&r->done) < 2) {
+		uint64_t before = atomic_load(&fake_now), when;
+		size_t vlen;
+
+		if (admit_lru_get(r->c, KEY(k % EXP_KEYS), &when, sizeof(when), &vlen) ==
+		    ADMIT_OK) {
+			atomic_fetch_add_explicit(&r->hits, 1, memory_order_relaxed);
+			if (when <= before)
+				atomic_fetch_add(&r->stale, 1);
+		}
+		if (++k % 1024 == 0)
+			admit_lru_expire(r->c);
+	}
+	return NULL;
+}
+
+START_TEST(test_expiry_threads)
+{
+	struct exp_run r = { .c = make_timed(EXP_KEYS / 2, 0, ADMIT_LRU_ADAPTIVE, 2) };
+	pthread_t t[3];
+	struct admit_lru_stats st;
+
+	ck_assert_int_eq(pthread_create(&t[0], NULL, exp_writer, &r), 0);
+	ck_assert_int_eq(pthread_create(&t[1], NULL, exp_writer, &r), 0);
+	ck_assert_int_eq(pthread_create(&t[2], NULL, exp_reader, &r), 0);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_uint_eq(atomic_load(&r.stale), 0);
+	atomic_fetch_add(&fake_now, 3600 * SEC);
+	st = stats(r.c);
+	ck_assert_uint_eq(st.entries, 0);
+	ck_assert_uint_gt(st.expired, 0);
+	admit_lru_free(r.c);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -686,6 +990,12 @@ main(void)
 	tcase_add_test(tc, test_hashed_bad_args);
 	tcase_add_test(tc, test_hashed_same_keys);
 	tcase_add_test(tc, test_hashed_wrong_hash);
+	tcase_add_test(tc, test_expiry_bad_args);
+	tcase_add_test(tc, test_expiry_invisible_at_once);
+	tcase_add_loop_test(tc, test_expiry_reclaims_without_get, 0, 8);
+	tcase_add_test(tc, test_expiry_maintenance);
+	tcase_add_test(tc, test_expiry_compute);
+	tcase_add_test(tc, test_expiry_threads);
 	suite_add_tcase(s, tc);
 	return test_run(srunner_create(s));
 }
