@@ -369,8 +369,10 @@ enum admit_status admit_lru_compute_hashed(struct admit_lru *c, uint64_t h,
  * about 67 ms (the wheel's tick); admit_lru_expire does it for every shard,
  * for an embedder's maintenance thread.  Removed entries are counted in
  * stats' expired, not evicted.  Entries stored without a time never expire
- * and cost nothing extra; a timed one carries 32 bytes more than
- * ADMIT_LRU_ENTRY_OVERHEAD says (not charged to the capacity).
+ * (admit_lru_set over a timed entry drops its time, as memcached's set
+ * does) and cost nothing extra; a timed entry, and any entry stored by
+ * admit_lru_compute, carries 32 bytes more than ADMIT_LRU_ENTRY_OVERHEAD
+ * says (not charged to the capacity).
  */
 
 /*
