@@ -96,7 +96,9 @@ struct admit_lru_config {
 	uint64_t (*clock)(void *arg);
 	                          /* the clock of entries' expiry times, in
 	                           * nanoseconds, never going back; NULL =
-	                           * CLOCK_MONOTONIC.  Called from any thread
+	                           * CLOCK_MONOTONIC_COARSE (a few ms steps;
+	                           * CLOCK_MONOTONIC where the system has no
+	                           * coarse clock).  Called from any thread
 	                           * that uses the cache, with or without a
 	                           * shard mutex held (tests give a fake one). */
 	void *clock_arg;          /* clock's argument */
@@ -359,7 +361,8 @@ enum admit_status admit_lru_compute_hashed(struct admit_lru *c, uint64_t h,
 /*
  * Entries stored with an expiry time (admit_lru_set_expiring, or
  * admit_lru_compute's up->expires) expire when the cache's clock
- * (admit_lru_config.clock, CLOCK_MONOTONIC by default, in nanoseconds)
+ * (admit_lru_config.clock, CLOCK_MONOTONIC_COARSE by default, in
+ * nanoseconds: read on each hit of a timed entry, so it must be cheap)
  * reaches it.  From that moment every call sees the key absent: get,
  * get_with and peek miss (a get's miss is counted), compute sees
  * found == false, delete returns ADMIT_NOTFOUND.  The entry's capacity is
