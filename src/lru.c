@@ -172,7 +172,7 @@ struct admit_lru {
 	uint64_t seed;
 	struct admit_tinylfu *tlfu;     /* NULL for ADMIT_LRU_PLAIN */
 	_Atomic uint64_t pending;       /* callbacks queued, not yet done */
-	uint64_t (*clock)(void *);      /* NULL: CLOCK_MONOTONIC */
+	uint64_t (*clock)(void *);      /* NULL: the coarse one (now_of) */
 	void *clock_arg;
 };
 
@@ -1147,11 +1147,13 @@ admit_test_lru_hold(struct admit_lru *c, const void *key, size_t klen, bool hold
 		pthread_mutex_unlock(&s->mu);
 }
 
-/* ==== For embedders (issue 16): peek, get_with, compute, hashed calls ====
+/* ==== For embedders (issue 16): peek, get_with, expiry, compute, hashed ====
  *
- * Built on the internals above (lookup, find, the ring, remove_entry) and
- * touching none of the policy: what an access does to the lists and
- * counters is apply()'s and on_hit()'s, as for get and set.
+ * Built on the internals above (lookup, find, the ring, set_locked,
+ * remove_entry) and touching none of the policy: what an access does to
+ * the lists and counters is apply()'s, on_hit()'s and count_request()'s, as
+ * for get and set.  The edits above are the hooks: an expiry check in get,
+ * find_live() and expire_due() in set and delete, untime() in retire().
  */
 
 enum admit_status
