@@ -145,6 +145,25 @@ START_TEST(test_wheel_fire_changes_wheel)
 }
 END_TEST
 
+/* At the edge: a timer 1 ns after an advance's time stays, at that time
+ * fires at the next tick change. */
+START_TEST(test_wheel_edge)
+{
+	struct admit_wheel *w = admit_wheel_new(0);
+	struct probe a = { .t.when = 5 * TICK - 1 }, b = { .t.when = 5 * TICK - 2 };
+
+	admit_wheel_add(w, &a.t);
+	admit_wheel_add(w, &b.t);
+	now_for_fire = 5 * TICK - 2;
+	ck_assert_uint_eq(admit_wheel_advance(w, 5 * TICK - 2, on_fire, NULL), 1);
+	ck_assert(b.fires == 1 && a.fires == 0);
+	now_for_fire = 5 * TICK;
+	ck_assert_uint_eq(admit_wheel_advance(w, 5 * TICK, on_fire, NULL), 1);
+	ck_assert_int_eq(a.fires, 1);
+	admit_wheel_free(w);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -153,6 +172,7 @@ main(void)
 
 	tcase_add_loop_test(tc, test_wheel_model, 0, 4);
 	tcase_add_test(tc, test_wheel_fire_changes_wheel);
+	tcase_add_test(tc, test_wheel_edge);
 	suite_add_tcase(s, tc);
 	return test_run(srunner_create(s));
 }
