@@ -67,7 +67,9 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
+#include <time.h>
 
 #include <admit/lru.h>
 #include <admit/tinylfu.h>
@@ -76,6 +78,7 @@
 #include "hash.h"
 #include "lru_internal.h"
 #include "rcu.h"
+#include "timer_wheel.h"
 
 #define CACHELINE ADMIT_CACHELINE
 
@@ -90,6 +93,8 @@ struct entry {
 	size_t klen, vlen;
 	enum seg seg;                   /* under the mutex */
 	bool dead;                      /* unlinked; under the mutex */
+	bool timed;                     /* expires: a struct lru_timer follows
+	                                 * the data; never changes */
 	unsigned char data[];           /* key bytes, then value bytes */
 };
 
@@ -144,6 +149,8 @@ struct shard {
 	uint64_t sample_hits, sample_misses, sample_size;
 	double prev_rate, step;
 	struct admit_lru_stats st;      /* entries/bytes/window filled on read */
+	struct admit_wheel *wheel;      /* its timed entries; NULL until the
+	                                 * first */
 	struct entry *limbo;            /* dead, waiting for a batch */
 	unsigned nlimbo;
 	size_t limbo_bytes;
@@ -165,6 +172,8 @@ struct admit_lru {
 	uint64_t seed;
 	struct admit_tinylfu *tlfu;     /* NULL for ADMIT_LRU_PLAIN */
 	_Atomic uint64_t pending;       /* callbacks queued, not yet done */
+	uint64_t (*clock)(void *);      /* NULL: the coarse one (now_of) */
+	void *clock_arg;
 };
 
 /* Dead entries of one shard on their way to being freed. */
@@ -324,6 +333,11 @@ lookup(struct shard *s, uint64_t h, const void *key, size_t klen)
 }
 
 static void free_index(struct rcu_head *head);
+static bool expired(const struct admit_lru *c, const struct entry *e);
+static void expire_due(struct admit_lru *c, struct shard *s);
+static struct entry *find_live(struct admit_lru *c, struct shard *s, uint64_t h,
+                               const void *key, size_t klen,
+                               _Atomic(struct entry *) **where);
 
 /* Doubles the index when it holds more entries than buckets (only a cache
  * bounded by bytes alone can get there).  Out of memory it keeps the old
@@ -448,10 +462,13 @@ reclaim(struct shard *s, bool all)
 	s->waiting = keep;
 }
 
+static void untime(struct entry *e);
+
 /* e has left the index and its list: no new reader can find it. */
 static void
 retire(struct shard *s, struct entry *e)
 {
+	untime(e);
 	e->dead = true;
 	e->next = s->limbo;
 	s->limbo = e;
@@ -840,6 +857,7 @@ shard_destroy(struct shard *s)
 		admit_free(e);
 	}
 	reclaim(s, true);
+	admit_wheel_free(s->wheel);
 	admit_free(index_of(s));
 	pthread_mutex_destroy(&s->mu);
 }
@@ -880,6 +898,8 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 	c->by_bytes = cfg->capacity == 0;
 	c->policy = cfg->policy;
 	c->seed = cfg->seed ? cfg->seed : admit_random_seed();
+	c->clock = cfg->clock;
+	c->clock_arg = cfg->clock_arg;
 	if (c->policy != ADMIT_LRU_PLAIN) {
 		struct admit_tinylfu_config tc = { 0 };
 		struct admit_tinylfu_stats ts;
@@ -936,19 +956,19 @@ admit_lru_free(struct admit_lru *c)
 }
 
 enum admit_status
-admit_lru_get(struct admit_lru *c, const void *key, size_t klen, void *buf,
-              size_t bufsize, size_t *vlen)
+admit_lru_get_hashed(struct admit_lru *c, uint64_t h, const void *key,
+                     size_t klen, void *buf, size_t bufsize, size_t *vlen)
 {
-	uint64_t h;
 	struct shard *s;
 	struct entry *e;
 
 	if (!c || !vlen || (!key && klen) || (!buf && bufsize))
 		return ADMIT_EINVAL;
-	h = hash_key(c, key, klen);
 	s = shard_of(c, h);
 	admit_rcu_read_lock();
 	e = lookup(s, h, key, klen);
+	if (e && expired(c, e))
+		e = NULL;  /* a miss at once; the wheel reclaims it */
 	if (e) {
 		*vlen = e->vlen;
 		if (e->vlen > bufsize) {
@@ -973,11 +993,13 @@ admit_lru_get(struct admit_lru *c, const void *key, size_t klen, void *buf,
 	return ADMIT_OK;
 }
 
+static bool set_locked(struct admit_lru *c, struct shard *s, struct entry *e,
+                       struct entry *old, _Atomic(struct entry *) *p);
+
 enum admit_status
-admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
-              const void *value, size_t vlen)
+admit_lru_set_hashed(struct admit_lru *c, uint64_t h, const void *key,
+                     size_t klen, const void *value, size_t vlen)
 {
-	uint64_t h;
 	struct shard *s;
 	struct entry *e, *old;
 	_Atomic(struct entry *) *p;
@@ -987,7 +1009,6 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 		return ADMIT_EINVAL;
 	if (klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4)
 		return ADMIT_ETOOBIG;
-	h = hash_key(c, key, klen);
 	s = shard_of(c, h);
 	if (s->max_bytes && charge_of(klen, vlen) > s->max_bytes)
 		return ADMIT_ETOOBIG;
@@ -998,6 +1019,7 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 	e->klen = klen;
 	e->vlen = vlen;
 	e->dead = false;
+	e->timed = false;
 	if (klen)
 		memcpy(e->data, key, klen);
 	if (vlen)
@@ -1007,7 +1029,25 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 		admit_tinylfu_record_hash(c->tlfu, h);
 
 	shard_lock(c, s);
-	old = find(index_of(s), h, key, klen, &p);
+	expire_due(c, s);
+	old = find_live(c, s, h, key, klen, &p);
+	kept = set_locked(c, s, e, old, p);
+	pthread_mutex_unlock(&s->mu);
+	return kept ? ADMIT_OK : ADMIT_REJECTED;
+}
+
+/*
+ * Set's work under the mutex: e (new, filled, unpublished) takes the place
+ * of old (found through p), or is inserted at p when old is NULL; then the
+ * bounds are restored.  Returns false when e itself was turned away.
+ */
+static bool
+set_locked(struct admit_lru *c, struct shard *s, struct entry *e,
+           struct entry *old, _Atomic(struct entry *) *p)
+{
+	size_t klen = e->klen, vlen = e->vlen;
+	bool kept;
+
 	if (old) {
 		/* Take old's place in the index and in its list; readers that
 		 * hold old still read old's value, whole. */
@@ -1038,23 +1078,21 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 	kept = evict(c, s, e);
 	maybe_grow(c, s);
 	flush_limbo(c, s);
-	pthread_mutex_unlock(&s->mu);
-	return kept ? ADMIT_OK : ADMIT_REJECTED;
+	return kept;
 }
 
 enum admit_status
-admit_lru_delete(struct admit_lru *c, const void *key, size_t klen)
+admit_lru_delete_hashed(struct admit_lru *c, uint64_t h, const void *key,
+                        size_t klen)
 {
-	uint64_t h;
 	struct shard *s;
 	struct entry *e;
 
 	if (!c || (!key && klen))
 		return ADMIT_EINVAL;
-	h = hash_key(c, key, klen);
 	s = shard_of(c, h);
 	shard_lock(c, s);
-	e = find(index_of(s), h, key, klen, NULL);
+	e = find_live(c, s, h, key, klen, NULL);
 	if (e) {
 		remove_entry(c, s, e);
 		flush_limbo(c, s);
@@ -1074,11 +1112,13 @@ admit_lru_stats(struct admit_lru *c, struct admit_lru_stats *out)
 		struct shard *s = &c->shards[i];
 
 		shard_lock(c, s);
+		expire_due(c, s);
 		sum.hits += s->st.hits;
 		sum.misses += s->st.misses;
 		sum.admitted += s->st.admitted;
 		sum.rejected += s->st.rejected;
 		sum.evicted += s->st.evicted;
+		sum.expired += s->st.expired;
 		sum.entries += s->entries;
 		sum.bytes += s->bytes;
 		sum.window += s->window_max == UINT64_MAX ? s->max_weight
@@ -1105,4 +1145,455 @@ admit_test_lru_hold(struct admit_lru *c, const void *key, size_t klen, bool hold
 		pthread_mutex_lock(&s->mu);
 	else
 		pthread_mutex_unlock(&s->mu);
+}
+
+/* ==== For embedders (issue 16): peek, get_with, expiry, compute, hashed ====
+ *
+ * Built on the internals above (lookup, find, the ring, set_locked,
+ * remove_entry) and touching none of the policy: what an access does to
+ * the lists and counters is apply()'s, on_hit()'s and count_request()'s, as
+ * for get and set.  The edits above are the hooks: an expiry check in get,
+ * find_live() and expire_due() in set and delete, untime() in retire().
+ */
+
+enum admit_status
+admit_lru_peek(struct admit_lru *c, const void *key, size_t klen, void *buf,
+               size_t bufsize, size_t *vlen)
+{
+	enum admit_status st = ADMIT_NOTFOUND;
+	uint64_t h;
+	struct entry *e;
+
+	if (!c || !vlen || (!key && klen) || (!buf && bufsize))
+		return ADMIT_EINVAL;
+	h = hash_key(c, key, klen);
+	admit_rcu_read_lock();
+	e = lookup(shard_of(c, h), h, key, klen);
+	if (e && expired(c, e))
+		e = NULL;
+	if (e) {
+		*vlen = e->vlen;
+		st = e->vlen > bufsize ? ADMIT_EBUFFER : ADMIT_OK;
+		if (st == ADMIT_OK && e->vlen)
+			memcpy(buf, e->data + e->klen, e->vlen);
+	}
+	/* No ring push, no record: the read leaves no trace. */
+	admit_rcu_read_unlock();
+	return st;
+}
+
+/* The get's bookkeeping once its lookup is done (e, or NULL for a miss):
+ * queue the access, and when the ring is full apply it at once.  In the
+ * read-side section, as in admit_lru_get: batch_ready() relies on every push
+ * of an entry ending before the grace period does. */
+static void
+note_access(struct admit_lru *c, struct shard *s, struct entry *e)
+{
+	if (!ring_push(&s->ring, e)) {
+		shard_lock(c, s);
+		apply(c, s, e);
+		pthread_mutex_unlock(&s->mu);
+	}
+}
+
+enum admit_status
+admit_lru_get_with_hashed(struct admit_lru *c, uint64_t h, const void *key,
+                          size_t klen, admit_lru_reader_t fn, void *arg)
+{
+	struct shard *s;
+	struct entry *e;
+
+	if (!c || !fn || (!key && klen))
+		return ADMIT_EINVAL;
+	s = shard_of(c, h);
+	admit_rcu_read_lock();
+	e = lookup(s, h, key, klen);
+	if (e && expired(c, e))
+		e = NULL;
+	if (e)
+		fn(e->vlen ? e->data + e->klen : NULL, e->vlen, arg);
+	note_access(c, s, e);
+	admit_rcu_read_unlock();
+	if (!e)
+		return ADMIT_NOTFOUND;
+	if (c->tlfu)
+		admit_tinylfu_record_hash(c->tlfu, h);
+	return ADMIT_OK;
+}
+
+/* ---- expiry ----------------------------------------------------------------
+ *
+ * A timed entry carries a struct lru_timer after its data, in the same
+ * allocation (untimed entries pay nothing); its time never changes once
+ * the entry is published, so a get reads it like the value.  Each shard's
+ * wheel holds its timed entries' timers, under the mutex; every set,
+ * compute and stats of the shard first advances it to the clock and
+ * removes what is due (admit_lru_expire does so for every shard), so an
+ * expired entry's capacity goes back without a reader asking.  Reads check
+ * the time themselves: an expired entry is a miss at once.
+ */
+struct lru_timer {
+	struct admit_timer t;
+	struct entry *e;                /* whose timer */
+};
+
+static inline size_t
+timer_offset(size_t klen, size_t vlen)
+{
+	size_t a = alignof(struct lru_timer);
+
+	return (offsetof(struct entry, data) + klen + vlen + a - 1) & ~(a - 1);
+}
+
+static inline struct lru_timer *
+timer_of(const struct entry *e)
+{
+	return (struct lru_timer *)((char *)e + timer_offset(e->klen, e->vlen));
+}
+
+static uint64_t
+now_of(const struct admit_lru *c)
+{
+	struct timespec ts;
+
+	if (c->clock)
+		return c->clock(c->clock_arg);
+	/* Read on every hit of a timed entry: the coarse clock (a few ms
+	 * resolution) costs a few ns where the precise one can cost a system
+	 * call (bench/bench_lru_api: timed get). */
+#ifdef CLOCK_MONOTONIC_COARSE
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+#else
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+#endif
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Safe in a read-side section: timed and the time never change. */
+static bool
+expired(const struct admit_lru *c, const struct entry *e)
+{
+	return e->timed && timer_of(e)->t.when <= now_of(c);
+}
+
+/* From retire(): a timed entry leaving the cache leaves its wheel. */
+static void
+untime(struct entry *e)
+{
+	if (e->timed)
+		admit_wheel_remove(&timer_of(e)->t);
+}
+
+struct expiry {
+	struct admit_lru *c;
+	struct shard *s;
+};
+
+static void
+expire_one(struct admit_timer *t, void *arg)
+{
+	struct expiry *x = arg;
+
+	remove_entry(x->c, x->s, caa_container_of(t, struct lru_timer, t)->e);
+	x->s->st.expired++;
+}
+
+/* With the mutex held: removes the shard's entries whose time has come (to
+ * within the wheel's 67 ms tick). */
+static void
+expire_due(struct admit_lru *c, struct shard *s)
+{
+	struct expiry x = { c, s };
+
+	if (s->wheel && admit_wheel_advance(s->wheel, now_of(c), expire_one, &x))
+		flush_limbo(c, s);
+}
+
+/* find() for writers, but an expired entry is removed on the way and the
+ * key reported absent (*where then the end of its chain). */
+static struct entry *
+find_live(struct admit_lru *c, struct shard *s, uint64_t h, const void *key,
+          size_t klen, _Atomic(struct entry *) **where)
+{
+	struct entry *e = find(index_of(s), h, key, klen, where);
+
+	if (e && expired(c, e)) {
+		remove_entry(c, s, e);
+		s->st.expired++;
+		e = find(index_of(s), h, key, klen, where);
+	}
+	return e;
+}
+
+/* Makes the unpublished e expire at when (not 0), in the shard's wheel
+ * (made on first use); false when out of memory. */
+static bool
+time_entry(struct admit_lru *c, struct shard *s, struct entry *e, uint64_t when)
+{
+	struct lru_timer *lt = timer_of(e);
+
+	if (!s->wheel && !(s->wheel = admit_wheel_new(now_of(c))))
+		return false;
+	e->timed = true;
+	lt->e = e;
+	lt->t.prev = lt->t.next = NULL;
+	lt->t.when = when;
+	admit_wheel_add(s->wheel, &lt->t);
+	return true;
+}
+
+/* A new unpublished entry for key with room for a vlen-byte value and a
+ * timer; NULL when out of memory.  The caller has checked the sizes. */
+static struct entry *
+entry_new(uint64_t h, const void *key, size_t klen, size_t vlen)
+{
+	struct entry *e = admit_malloc(timer_offset(klen, vlen) +
+	                               sizeof(struct lru_timer));
+
+	if (!e)
+		return NULL;
+	e->hash = h;
+	e->klen = klen;
+	e->vlen = vlen;
+	e->dead = false;
+	e->timed = false;
+	if (klen)
+		memcpy(e->data, key, klen);
+	return e;
+}
+
+uint64_t
+admit_lru_now(const struct admit_lru *c)
+{
+	return c ? now_of(c) : 0;
+}
+
+enum admit_status
+admit_lru_set_expiring_hashed(struct admit_lru *c, uint64_t h, const void *key,
+                              size_t klen, const void *value, size_t vlen,
+                              uint64_t expires_at)
+{
+	struct shard *s;
+	struct entry *e, *old;
+	_Atomic(struct entry *) *p;
+	bool kept;
+
+	if (!c || (!key && klen) || (!value && vlen))
+		return ADMIT_EINVAL;
+	if (expires_at == 0)
+		return admit_lru_set_hashed(c, h, key, klen, value, vlen);
+	if (klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4)
+		return ADMIT_ETOOBIG;
+	s = shard_of(c, h);
+	if (s->max_bytes && charge_of(klen, vlen) > s->max_bytes)
+		return ADMIT_ETOOBIG;
+	if (expires_at <= now_of(c)) {
+		/* Stored and expired at once: the key is gone. */
+		admit_lru_delete_hashed(c, h, key, klen);
+		return ADMIT_OK;
+	}
+	e = entry_new(h, key, klen, vlen);
+	if (!e)
+		return ADMIT_NOMEM;
+	if (vlen)
+		memcpy(e->data + klen, value, vlen);
+	shard_lock(c, s);
+	if (!time_entry(c, s, e, expires_at)) {
+		pthread_mutex_unlock(&s->mu);
+		admit_free(e);
+		return ADMIT_NOMEM;
+	}
+	/* Before the contest, so the candidate's own request counts. */
+	if (c->tlfu)
+		admit_tinylfu_record_hash(c->tlfu, h);
+	expire_due(c, s);
+	old = find_live(c, s, h, key, klen, &p);
+	kept = set_locked(c, s, e, old, p);
+	pthread_mutex_unlock(&s->mu);
+	return kept ? ADMIT_OK : ADMIT_REJECTED;
+}
+
+enum admit_status
+admit_lru_set_expiring(struct admit_lru *c, const void *key, size_t klen,
+                       const void *value, size_t vlen, uint64_t expires_at)
+{
+	if (!c || (!key && klen))
+		return ADMIT_EINVAL;
+	return admit_lru_set_expiring_hashed(c, hash_key(c, key, klen), key, klen,
+	                                     value, vlen, expires_at);
+}
+
+enum admit_status
+admit_lru_expire(struct admit_lru *c)
+{
+	if (!c)
+		return ADMIT_EINVAL;
+	for (unsigned i = 0; i < c->nshards; i++) {
+		struct shard *s = &c->shards[i];
+
+		shard_lock(c, s);
+		expire_due(c, s);
+		pthread_mutex_unlock(&s->mu);
+	}
+	return ADMIT_OK;
+}
+
+/* ---- compute ------------------------------------------------------------- */
+
+/* admit_lru_compute's state: the public part first, so that
+ * admit_lru_update_alloc finds the rest from the pointer fn was given. */
+struct update {
+	struct admit_lru_update up;
+	struct shard *s;
+	uint64_t h;
+	const void *key;
+	size_t klen;
+	struct entry *e;                /* the new entry, never published */
+	enum admit_status st;           /* of the last alloc; EINVAL: none */
+};
+
+void *
+admit_lru_update_alloc(struct admit_lru_update *up, size_t vlen)
+{
+	struct update *u;
+	struct entry *e;
+
+	if (!up)
+		return NULL;
+	u = caa_container_of(up, struct update, up);
+	admit_free(u->e);
+	u->e = NULL;
+	u->st = ADMIT_ETOOBIG;
+	if (u->klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4 ||
+	    (u->s->max_bytes && charge_of(u->klen, vlen) > u->s->max_bytes))
+		return NULL;
+	u->st = ADMIT_NOMEM;
+	/* With room for a timer: the updater may set an expiry after. */
+	e = entry_new(u->h, u->key, u->klen, vlen);
+	if (!e)
+		return NULL;
+	u->e = e;
+	u->st = ADMIT_OK;
+	return e->data + u->klen;
+}
+
+enum admit_status
+admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
+                         size_t klen, admit_lru_updater_t fn, void *arg)
+{
+	struct update u;
+	struct shard *s;
+	_Atomic(struct entry *) *p;
+	struct entry *old;
+	enum admit_lru_verdict v;
+	enum admit_status st = ADMIT_OK;
+
+	if (!c || !fn || (!key && klen))
+		return ADMIT_EINVAL;
+	u = (struct update){
+		.s = shard_of(c, h), .h = h, .key = key, .klen = klen,
+		.st = ADMIT_EINVAL,
+	};
+	s = u.s;
+
+	shard_lock(c, s);
+	expire_due(c, s);
+	old = find_live(c, s, h, key, klen, &p);
+	u.up.found = old != NULL;
+	u.up.old = old && old->vlen ? old->data + old->klen : NULL;
+	u.up.old_len = old ? old->vlen : 0;
+	u.up.old_expires = old && old->timed ? timer_of(old)->t.when : 0;
+	u.up.expires = u.up.old_expires;
+	v = fn(&u.up, arg);
+	if (v == ADMIT_LRU_STORE && u.st == ADMIT_OK && u.up.expires) {
+		if (u.up.expires <= now_of(c))
+			v = ADMIT_LRU_REMOVE;  /* stored and expired at once */
+		else if (!time_entry(c, s, u.e, u.up.expires))
+			u.st = ADMIT_NOMEM;
+	}
+	/* One access, whatever the verdict: one count, one record, in the
+	 * order of a get then a set (a miss is counted before the insertion,
+	 * a hit after its move). */
+	if (!old)
+		count_request(c, s, false);
+	if (c->tlfu && (old || (v == ADMIT_LRU_STORE && u.st == ADMIT_OK)))
+		admit_tinylfu_record_hash(c->tlfu, h);
+	if (v == ADMIT_LRU_STORE && u.st == ADMIT_OK) {
+		/* Replacing old also moves it, as a hit does. */
+		st = set_locked(c, s, u.e, old, p) ? ADMIT_OK : ADMIT_REJECTED;
+		u.e = NULL;
+	} else if (v == ADMIT_LRU_REMOVE) {
+		if (old) {
+			remove_entry(c, s, old);
+			flush_limbo(c, s);
+		}
+	} else {
+		if (v != ADMIT_LRU_KEEP)
+			st = v == ADMIT_LRU_STORE ? u.st : ADMIT_EINVAL;
+		if (old)
+			on_hit(c, s, old);
+	}
+	if (old)
+		count_request(c, s, true);
+	pthread_mutex_unlock(&s->mu);
+	admit_free(u.e);
+	return st;
+}
+
+enum admit_status
+admit_lru_compute(struct admit_lru *c, const void *key, size_t klen,
+                  admit_lru_updater_t fn, void *arg)
+{
+	if (!c || !fn || (!key && klen))
+		return ADMIT_EINVAL;
+	return admit_lru_compute_hashed(c, hash_key(c, key, klen), key, klen, fn,
+	                                arg);
+}
+
+/* ---- the unhashed calls: the library's hash, then the hashed call ---- */
+
+uint64_t
+admit_lru_hash(const struct admit_lru *c, const void *key, size_t klen)
+{
+	if (!c || (!key && klen))
+		return 0;
+	return hash_key(c, key, klen);
+}
+
+enum admit_status
+admit_lru_get(struct admit_lru *c, const void *key, size_t klen, void *buf,
+              size_t bufsize, size_t *vlen)
+{
+	if (!c || (!key && klen))
+		return ADMIT_EINVAL;
+	return admit_lru_get_hashed(c, hash_key(c, key, klen), key, klen, buf,
+	                            bufsize, vlen);
+}
+
+enum admit_status
+admit_lru_get_with(struct admit_lru *c, const void *key, size_t klen,
+                   admit_lru_reader_t fn, void *arg)
+{
+	if (!c || (!key && klen))
+		return ADMIT_EINVAL;
+	return admit_lru_get_with_hashed(c, hash_key(c, key, klen), key, klen,
+	                                 fn, arg);
+}
+
+enum admit_status
+admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
+              const void *value, size_t vlen)
+{
+	if (!c || (!key && klen))
+		return ADMIT_EINVAL;
+	return admit_lru_set_hashed(c, hash_key(c, key, klen), key, klen, value,
+	                            vlen);
+}
+
+enum admit_status
+admit_lru_delete(struct admit_lru *c, const void *key, size_t klen)
+{
+	if (!c || (!key && klen))
+		return ADMIT_EINVAL;
+	return admit_lru_delete_hashed(c, hash_key(c, key, klen), key, klen);
 }

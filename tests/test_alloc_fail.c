@@ -107,6 +107,58 @@ START_TEST(load_and_save_fail_cleanly)
 }
 END_TEST
 
+/* admit_lru's embedders' calls that allocate (set_expiring: the entry and
+ * the shard's first wheel; compute: the new entry and the wheel) give
+ * ADMIT_NOMEM with the key unchanged, or succeed, for every k. */
+static enum admit_lru_verdict
+store_new(struct admit_lru_update *up, void *arg)
+{
+	void *b = admit_lru_update_alloc(up, 3);
+
+	if (!b)
+		return ADMIT_LRU_STORE;  /* compute reports the failure */
+	memcpy(b, "new", 3);
+	up->expires = *(const uint64_t *)arg;
+	return ADMIT_LRU_STORE;
+}
+
+START_TEST(lru_updates_fail_cleanly)
+{
+	struct admit_lru_config cfg = { .capacity = 100, .shards = 1, .seed = 5 };
+	unsigned long nomem = 0;
+
+	for (unsigned long k = 1; k <= 8; k++) {
+		struct admit_lru *c;
+		uint64_t when;
+		enum admit_status st;
+		char buf[8];
+		size_t vlen;
+
+		admit_alloc_fail_nth(0);
+		ck_assert_int_eq(admit_lru_new(&cfg, &c), ADMIT_OK);
+		ck_assert_int_eq(admit_lru_set(c, "a", 1, "old", 3), ADMIT_OK);
+		when = _i == 2 ? 0 : admit_lru_now(c) + 3600000000000ull;
+		admit_alloc_fail_nth(k);
+		if (_i == 0)
+			st = admit_lru_set_expiring(c, "a", 1, "new", 3, when);
+		else
+			st = admit_lru_compute(c, "a", 1, store_new, &when);
+		admit_alloc_fail_nth(0);
+		ck_assert_int_eq(admit_lru_get(c, "a", 1, buf, sizeof(buf), &vlen), ADMIT_OK);
+		if (st == ADMIT_NOMEM) {
+			nomem++;
+			ck_assert(vlen == 3 && memcmp(buf, "old", 3) == 0);
+		} else {
+			ck_assert_int_eq(st, ADMIT_OK);
+			ck_assert(vlen == 3 && memcmp(buf, "new", 3) == 0);
+		}
+		admit_lru_free(c);
+	}
+	/* The entry, and the wheel where there is an expiry. */
+	ck_assert_uint_eq(nomem, _i == 2 ? 1 : 2);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -118,6 +170,7 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, new_fails_cleanly, 0, n);
 	tcase_add_loop_test(tc, load_and_save_fail_cleanly, 0, n);
+	tcase_add_loop_test(tc, lru_updates_fail_cleanly, 0, 3);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	/* No fork: LeakSanitizer reports at the exit of this one process. */

@@ -45,6 +45,7 @@
 #ifndef ADMIT_LRU_H
 #define ADMIT_LRU_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -94,6 +95,15 @@ struct admit_lru_config {
 	                           * Its cache_capacity and seed are ignored
 	                           * (this config's are used); read only during
 	                           * admit_lru_new.  Ignored by ADMIT_LRU_PLAIN. */
+	uint64_t (*clock)(void *arg);
+	                          /* the clock of entries' expiry times, in
+	                           * nanoseconds, never going back; NULL =
+	                           * CLOCK_MONOTONIC_COARSE (a few ms steps;
+	                           * CLOCK_MONOTONIC where the system has no
+	                           * coarse clock).  Called from any thread
+	                           * that uses the cache, with or without a
+	                           * shard mutex held (tests give a fake one). */
+	void *clock_arg;          /* clock's argument */
 };
 
 struct admit_lru_stats {
@@ -110,6 +120,7 @@ struct admit_lru_stats {
 	uint64_t filter_entries; /* keys TinyLFU counts now (0 for PLAIN) */
 	uint64_t filter_slots;   /* its frequency store's slots: entries /
 	                          * slots is the filter load */
+	uint64_t expired;   /* entries removed because their time had come */
 };
 
 /*
@@ -189,6 +200,225 @@ enum admit_status admit_lru_delete(struct admit_lru *c, const void *key,
  */
 enum admit_status admit_lru_stats(struct admit_lru *c,
                                   struct admit_lru_stats *out);
+
+/* ---- for embedders: peeks, zero-copy reads, atomic updates ------------- */
+
+/*
+ * Looks key up like admit_lru_get, copying its value into buf, but the read
+ * is not an access: no hit or miss is counted, the entry does not move and
+ * TinyLFU records nothing (a monitoring or debugging read that leaves the
+ * policy as it was).  Sizes and errors as admit_lru_get: ADMIT_NOTFOUND,
+ * ADMIT_EBUFFER (*vlen set to the length needed, nothing copied), ADMIT_EINVAL
+ * (c or vlen NULL, key NULL with klen > 0, buf NULL with bufsize > 0).
+ * Thread-safety: any thread; takes no lock (it waits only when it meets a
+ * grow of the shard's index, as admit_lru_get).
+ */
+enum admit_status admit_lru_peek(struct admit_lru *c, const void *key,
+                                 size_t klen, void *buf, size_t bufsize,
+                                 size_t *vlen);
+
+/*
+ * A reader of a value lent by admit_lru_get_with: value points to vlen bytes
+ * inside the cache (value may be NULL when vlen is 0).
+ */
+typedef void (*admit_lru_reader_t)(const void *value, size_t vlen, void *arg);
+
+/*
+ * Looks key up like admit_lru_get, but instead of copying the value, lends
+ * it: fn(value, vlen, arg) is called once, inside the RCU read-side section
+ * that found the entry, so the bytes stay valid and whole (even while
+ * another thread replaces, deletes or evicts the key) until fn returns.
+ * The access is counted exactly as a get's: a hit, a move and a TinyLFU
+ * record, or a miss (fn not called).
+ * fn may read the bytes and copy any of them (into a socket buffer, say);
+ * it must keep no pointer into them after it returns, must not block (it
+ * holds up every reclamation of every admit_lru in the process, as a long
+ * read-side section does), and must not call any admit_lru function on this
+ * cache.
+ * Errors: ADMIT_NOTFOUND (a miss), ADMIT_EINVAL (c or fn NULL, key NULL with
+ * klen > 0).
+ * Thread-safety: any thread, as admit_lru_get; fn runs in the calling
+ * thread, holding no lock of the cache.
+ */
+enum admit_status admit_lru_get_with(struct admit_lru *c, const void *key,
+                                     size_t klen, admit_lru_reader_t fn,
+                                     void *arg);
+
+/* What an updater (admit_lru_compute) decides. */
+enum admit_lru_verdict {
+	ADMIT_LRU_KEEP = 0,  /* refuse: the key stays as it was (present or
+	                      * absent) */
+	ADMIT_LRU_STORE,     /* store the value written into the buffer of the
+	                      * last admit_lru_update_alloc call */
+	ADMIT_LRU_REMOVE,    /* delete the key (nothing to do if absent) */
+};
+
+/*
+ * What an updater sees of the key.  Only the library creates one: an
+ * updater gets a pointer to it, valid until the updater returns.
+ */
+struct admit_lru_update {
+	const void *old;     /* the current value, valid until the updater
+	                      * returns; NULL when absent or empty */
+	size_t old_len;      /* its length; 0 when absent */
+	bool found;          /* whether the key is present (an expired entry
+	                      * is absent) */
+	uint64_t old_expires;/* its expiry time (admit_lru_now's clock); 0 =
+	                      * never, or absent */
+	uint64_t expires;    /* the stored value's expiry time: set to
+	                      * old_expires before the updater runs, which
+	                      * may change it (0 = never; a time already
+	                      * past makes ADMIT_LRU_STORE a removal) */
+};
+
+/* An updater: reads up, decides, and for ADMIT_LRU_STORE writes the new
+ * value into a buffer from admit_lru_update_alloc(up, ...). */
+typedef enum admit_lru_verdict (*admit_lru_updater_t)(
+	struct admit_lru_update *up, void *arg);
+
+/*
+ * Within an updater only: returns a buffer of vlen bytes for the new value
+ * (vlen may be 0), inside the entry that ADMIT_LRU_STORE will publish, so
+ * the value is written once, in place (old and the buffer may be read and
+ * written together: an append copies old, then its suffix).  A later call
+ * replaces the buffer of an earlier one.  Returns NULL when up is NULL, the
+ * entry would be larger than a shard's byte capacity or SIZE_MAX / 4
+ * (admit_lru_compute then returns ADMIT_ETOOBIG on ADMIT_LRU_STORE), or memory
+ * runs out (ADMIT_NOMEM).
+ * Thread-safety: only from the updater that up was given to.
+ */
+void *admit_lru_update_alloc(struct admit_lru_update *up, size_t vlen);
+
+/*
+ * Atomically reads, modifies and writes the entry of key: with the key's
+ * shard mutex held, fn(up, arg) sees the current value (or its absence) and
+ * returns a verdict, which is applied before the mutex is released.  No
+ * set, delete or other compute of the key can come between the value fn saw
+ * and what it decided; a get sees either the whole old value or the whole
+ * new one (as for admit_lru_set).  Increment, compare-and-set, append and
+ * add-if-absent are each one call.
+ * It is one access: a hit when the key was present (counted, the entry made
+ * most recently used, and TinyLFU records its frequency once, whatever the
+ * verdict), a miss when it was absent (counted; a stored new key is then
+ * recorded once and enters as admit_lru_set's would, which admission may
+ * turn away).
+ * fn runs once, in the calling thread, holding the shard mutex: it must be
+ * short, must not block, and must not call any admit_lru function on this
+ * cache (it would wait for itself).  It keeps no pointer to up->old or to
+ * the buffer after it returns.
+ * Returns ADMIT_OK when the verdict was applied (KEEP, REMOVE, or STORE with
+ * the new value in the cache); ADMIT_REJECTED when admission turned the
+ * stored entry away (the key's old value is gone too, as for
+ * admit_lru_set); ADMIT_ETOOBIG or ADMIT_NOMEM when fn chose STORE but its last
+ * admit_lru_update_alloc failed (the key is unchanged); ADMIT_EINVAL for c
+ * or fn NULL, key NULL with klen > 0, or an unknown verdict or STORE
+ * without a buffer (the key is unchanged; the access is still counted).
+ * Thread-safety: any thread; takes the key's shard mutex only.
+ */
+enum admit_status admit_lru_compute(struct admit_lru *c, const void *key,
+                                    size_t klen, admit_lru_updater_t fn,
+                                    void *arg);
+
+/* ---- hash once: for callers that already hashed the key --------------- */
+
+/*
+ * The hash this cache uses for key: seeded per cache (by its config's seed),
+ * so it differs between caches and between runs with seed 0.  Pass it to
+ * the _hashed calls below to hash each key once, and use it for your own
+ * routing if you like.  Returns 0 for c NULL or key NULL with klen > 0.
+ * Thread-safety: any thread; reads only what admit_lru_new wrote.
+ */
+uint64_t admit_lru_hash(const struct admit_lru *c, const void *key,
+                        size_t klen);
+
+/*
+ * admit_lru_get, admit_lru_get_with, admit_lru_set, admit_lru_delete and
+ * admit_lru_compute for a key whose hash h the caller computed with
+ * admit_lru_hash(c, key, klen): the same contract, errors and
+ * thread-safety, one hash fewer.  h must be that hash.  Any other value
+ * does not harm the cache (its state stays consistent) but files or looks
+ * the key up under the wrong hash: a get may miss a key that is there, and
+ * a set may store a second copy that only calls with the same wrong h find
+ * (it still counts against the capacity until evicted).
+ */
+enum admit_status admit_lru_get_hashed(struct admit_lru *c, uint64_t h,
+                                       const void *key, size_t klen,
+                                       void *buf, size_t bufsize,
+                                       size_t *vlen);
+enum admit_status admit_lru_get_with_hashed(struct admit_lru *c, uint64_t h,
+                                            const void *key, size_t klen,
+                                            admit_lru_reader_t fn,
+                                            void *arg);
+enum admit_status admit_lru_set_hashed(struct admit_lru *c, uint64_t h,
+                                       const void *key, size_t klen,
+                                       const void *value, size_t vlen);
+enum admit_status admit_lru_delete_hashed(struct admit_lru *c, uint64_t h,
+                                          const void *key, size_t klen);
+enum admit_status admit_lru_compute_hashed(struct admit_lru *c, uint64_t h,
+                                           const void *key, size_t klen,
+                                           admit_lru_updater_t fn,
+                                           void *arg);
+
+/* ---- expiry ----------------------------------------------------------- */
+
+/*
+ * Entries stored with an expiry time (admit_lru_set_expiring, or
+ * admit_lru_compute's up->expires) expire when the cache's clock
+ * (admit_lru_config.clock, CLOCK_MONOTONIC_COARSE by default, in
+ * nanoseconds: read on each hit of a timed entry, so it must be cheap)
+ * reaches it.  From that moment every call sees the key absent: get,
+ * get_with and peek miss (a get's miss is counted), compute sees
+ * found == false, delete returns ADMIT_NOTFOUND.  The entry's capacity is
+ * reclaimed without anyone asking for the key: each shard keeps its timed
+ * entries in a hierarchical timer wheel, and every set, compute and stats
+ * of a shard first removes its entries whose time has come, to within
+ * about 67 ms (the wheel's tick); admit_lru_expire does it for every shard,
+ * for an embedder's maintenance thread.  Removed entries are counted in
+ * stats' expired, not evicted.  Entries stored without a time never expire
+ * (admit_lru_set over a timed entry drops its time, as memcached's set
+ * does) and cost nothing extra; a timed entry, and any entry stored by
+ * admit_lru_compute, carries 32 bytes more than ADMIT_LRU_ENTRY_OVERHEAD
+ * says (not charged to the capacity).
+ */
+
+/*
+ * The cache's clock now, in nanoseconds: add a time-to-live to it to get an
+ * expiry time.  0 for c NULL.
+ * Thread-safety: any thread.
+ */
+uint64_t admit_lru_now(const struct admit_lru *c);
+
+/*
+ * admit_lru_set, with the entry expiring at expires_at (admit_lru_now's
+ * clock; 0 = never, exactly admit_lru_set).  A time already past removes
+ * the key and returns ADMIT_OK (stored and expired at once, as memcached
+ * treats a negative expiry).  Returns and errors as admit_lru_set;
+ * ADMIT_NOMEM also when the shard's timer wheel (5 KiB, made at its first
+ * timed entry) cannot be allocated.
+ * Thread-safety: any thread; takes the key's shard mutex only.
+ */
+enum admit_status admit_lru_set_expiring(struct admit_lru *c, const void *key,
+                                         size_t klen, const void *value,
+                                         size_t vlen, uint64_t expires_at);
+
+/* admit_lru_set_expiring for a key hashed with admit_lru_hash (see the
+ * _hashed calls above for what h must be). */
+enum admit_status admit_lru_set_expiring_hashed(struct admit_lru *c,
+                                                uint64_t h, const void *key,
+                                                size_t klen,
+                                                const void *value,
+                                                size_t vlen,
+                                                uint64_t expires_at);
+
+/*
+ * Removes now, from every shard, the entries whose time has come (to
+ * within the wheel's tick); their capacity is free at once, their memory
+ * after a grace period.  Not needed for correctness: sets do it on their
+ * shard as they go.  Errors: ADMIT_EINVAL (c NULL).
+ * Thread-safety: any thread; takes each shard mutex in turn, one at a
+ * time.
+ */
+enum admit_status admit_lru_expire(struct admit_lru *c);
 
 ADMIT_API_END
 
