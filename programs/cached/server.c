@@ -452,6 +452,7 @@ do_stats(struct conn *c, const struct cached_req *req)
 	out_fmt(c, "STAT expiry_index_items %" PRIu64 "\r\n", cs.expiry_indexed);
 	out_fmt(c, "STAT expiry_index_bytes %" PRIu64 "\r\n", cs.expiry_index_bytes);
 	out_fmt(c, "STAT expiry_unindexed %" PRIu64 "\r\n", cs.expiry_unindexed);
+	/* relaxed: see budget() */
 	out_fmt(c, "STAT conn_memory_used %zu\r\n",
 	        atomic_load_explicit(&srv->pool_used, memory_order_relaxed));
 	out_fmt(c, "STAT conn_memory_limit %zu\r\n", srv->pool_max);

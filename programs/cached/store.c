@@ -243,14 +243,18 @@ flush_now(struct cached_store *st)
 
 	if (admit_lru_new(&st->cfg, &fresh) != ADMIT_OK)
 		return ENOMEM;
+	/* Cleared first: entries for the old cache's items that land after
+	 * this are stale (harmless), while none for the new one's is lost. */
+	cached_expiry_clear(st->exp);
 	old = atomic_exchange(&st->lru, fresh);
 	for (unsigned i = 0; i < n && i < MAX_SLOTS; i++)
+		/* acquire: pairs with hz_release, so the slot's owner is
+		 * done with old before it is freed. */
 		while (atomic_load_explicit(&st->hazard[i], memory_order_acquire) == old)
 			sched_yield();
 	if (admit_lru_stats(old, &ls) == ADMIT_OK)
 		add_stats(&st->base, &ls);
 	admit_lru_free(old);
-	cached_expiry_clear(st->exp);
 	return 0;
 }
 
@@ -553,6 +557,7 @@ cached_store_stats(struct cached_store *st, struct cached_store_stats *out)
 	out->expiry_indexed = cached_expiry_count(st->exp);
 	out->expiry_index_bytes = cached_expiry_bytes(st->exp);
 	out->expiry_unindexed = cached_expiry_refused(st->exp);
+	/* relaxed: a statistic, ordering nothing */
 	out->reclaimed = atomic_load_explicit(&st->reclaimed, memory_order_relaxed);
 }
 
