@@ -48,8 +48,11 @@ def start(*args):
 
 
 def stop(p):
+    """SIGTERM; the exit status (non-zero under ASan when memory leaked)."""
     p.terminate()
-    p.wait(10)
+    rc = p.wait(30)
+    check("SIGTERM: clean exit (status %d)" % rc, rc == 0, p.stderr.read()[-2000:])
+    return rc
 
 
 class Conn:
