@@ -290,7 +290,12 @@ def t_stalled():
                 pass
         allowance_kib = 96 + 2 * 8192 // 1024 + 4  # and ~1 KiB of state
         bound = 16 * 1024 + 150 * allowance_kib + 8 * 1024
-        check("stalled: RSS grew %d KiB <= %d KiB" % (grown, bound), grown <= bound)
+        if "thread" in os.environ.get("SAN_CFLAGS", ""):
+            # TSan's shadow memory grows with every byte touched.
+            print("skip stalled: RSS grew %d KiB (bound %d KiB not checked "
+                  "under TSan)" % (grown, bound))
+        else:
+            check("stalled: RSS grew %d KiB <= %d KiB" % (grown, bound), grown <= bound)
         check("stalled: uploads past the pool refused (%d of 150)" % refused, refused >= 100)
         d = Conn(port)
         check("stalled: others still served",
