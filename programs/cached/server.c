@@ -9,13 +9,25 @@
  * eventfd every worker watches; each closes its connections and returns.
  *
  * Limits, so one client cannot harm the others: a request line longer than
- * --max-line closes the connection after an error; a data block longer than
- * --max-item is answered and skipped without being buffered; no new request
- * is read while a connection's unsent output is above OUT_HIGH (the client
- * must read its replies); a get whose reply would pass OUT_MAX is refused;
- * a connection that completes no request and takes no output for
- * --idle-timeout seconds is closed; beyond --max-conns, a new connection is
- * told so and closed.
+ * --max-line closes the connection after an error, except a get's, whose
+ * keys are read and answered one by one as they arrive (memcached reads a
+ * get line of any length); a data block longer than --max-item is answered
+ * and skipped without being buffered; no new request is read while a
+ * connection's unsent output is above OUT_HIGH (the client must read its
+ * replies), and a get goes on to its next key only below it; a connection
+ * that completes no request and takes no output for --idle-timeout seconds
+ * is closed; beyond --max-conns, a new connection is told so and closed.
+ *
+ * Memory of the connections: each may hold ALLOWANCE_BASE + 2 x --max-line
+ * bytes of buffers (112 KiB by default) of its own; buffers past that (a
+ * large value being received, or sent) come from one pool of
+ * --conn-memory MiB shared by all connections.  A data block the pool cannot
+ * hold is refused ("SERVER_ERROR out of memory storing object") and skipped
+ * unbuffered; a value it cannot hold ends its get with "SERVER_ERROR out of
+ * memory writing get response" after the whole values before it.  So the
+ * process stays within --memory (items) + --memory / 32 (expiry index) +
+ * --conn-memory + --max-conns x (allowance + about 1 KiB) + two --max-item
+ * buffers per thread.
  */
 #include "config.h"  /* first: it defines _GNU_SOURCE */
 
@@ -42,14 +54,17 @@
 #include "proto.h"
 #include "store.h"
 
-#define OUT_HIGH (256u << 10)
+#define OUT_HIGH (32u << 10)       /* unsent output that stops reading */
 #define IN_MIN 4096u
+#define GET_IN_MAX (32u << 10)     /* input a get may buffer while blocked */
+#define ALLOWANCE_BASE (96u << 10) /* see above: OUT_HIGH's buffer, rounded
+                                    * up to a power of two, and GET_IN_MAX */
 #define DRAIN_SECONDS 2
 
 struct options {
 	const char *listen, *port;
 	unsigned threads, max_conns, idle_timeout;
-	uint64_t memory_mb;
+	uint64_t memory_mb, conn_memory_mb;
 	size_t max_item, max_line;
 	bool admission;
 };
@@ -86,11 +101,19 @@ struct server {
 	struct worker *workers;
 	atomic_uint curr_conns;
 	atomic_uint_fast64_t rejected_conns;
+	atomic_size_t pool_used;   /* bytes of --conn-memory charged */
+	size_t pool_max;
 	time_t started;
 	int tag_listen, tag_stop;  /* epoll cookies; their addresses matter */
 };
 
-enum conn_state { READ_LINE, READ_DATA, SWALLOW };
+enum conn_state {
+	READ_LINE,
+	READ_DATA,
+	SWALLOW,    /* skipping a refused data block */
+	GET_KEYS,   /* answering a get's keys, one by one, up to its end */
+	SKIP_LINE,  /* skipping the rest of a refused get line */
+};
 
 struct conn {
 	int fd;
@@ -101,6 +124,8 @@ struct conn {
 	size_t in_off, in_len, in_cap;
 	size_t out_off, out_len, out_cap;
 	uint64_t skip;           /* SWALLOW: bytes still to skip */
+	size_t charged;          /* bytes of buffers charged to the pool */
+	bool gets;               /* GET_KEYS: the command is gets */
 	struct cached_req req;   /* READ_DATA: its key is in key[] */
 	char key[CACHED_KEY_MAX];
 	time_t last_progress;
@@ -116,8 +141,46 @@ add(atomic_uint_fast64_t *c, uint64_t n)
 	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
 }
 
+static size_t
+allowance(const struct options *o)
+{
+	return ALLOWANCE_BASE + 2 * o->max_line;
+}
+
+/*
+ * Charges the connection's buffers, were they in_cap and out_cap bytes, to
+ * the shared pool (what passes its allowance); false, with nothing
+ * changed, when the pool cannot cover them, unless force (a reply line of a
+ * few bytes, which must not fail).  Relaxed: pool_used orders no other
+ * memory, it is only a running total bounded by a compare-and-swap.
+ */
 static bool
-out_reserve(struct conn *c, size_t n)
+budget(struct conn *c, size_t in_cap, size_t out_cap, bool force)
+{
+	struct server *srv = c->w->srv;
+	size_t allow = allowance(&srv->opt), total = in_cap + out_cap;
+	size_t want = total > allow ? total - allow : 0, used, d;
+
+	if (want > c->charged) {
+		d = want - c->charged;
+		used = atomic_load_explicit(&srv->pool_used, memory_order_relaxed);
+		do {
+			if (!force && used + d > srv->pool_max)
+				return false;
+		} while (!atomic_compare_exchange_weak_explicit(&srv->pool_used,
+		         &used, used + d, memory_order_relaxed,
+		         memory_order_relaxed));
+	} else if (want < c->charged) {
+		atomic_fetch_sub_explicit(&srv->pool_used, c->charged - want,
+		                          memory_order_relaxed);
+	}
+	c->charged = want;
+	return true;
+}
+
+/* Room for n more output bytes; see budget() for force. */
+static bool
+out_reserve(struct conn *c, size_t n, bool force)
 {
 	size_t cap = c->out_cap ? c->out_cap : IN_MIN;
 	char *p;
@@ -133,9 +196,13 @@ out_reserve(struct conn *c, size_t n)
 	}
 	while (cap < c->out_len + n)
 		cap *= 2;
-	p = realloc(c->out, cap);
-	if (!p)
+	if (!budget(c, c->in_cap, cap, force))
 		return false;
+	p = realloc(c->out, cap);
+	if (!p) {
+		budget(c, c->in_cap, c->out_cap, true);
+		return false;
+	}
 	c->out = p;
 	c->out_cap = cap;
 	return true;
@@ -144,7 +211,7 @@ out_reserve(struct conn *c, size_t n)
 static void
 out_bytes(struct conn *c, const void *p, size_t n)
 {
-	if (!out_reserve(c, n)) {
+	if (!out_reserve(c, n, true)) {
 		c->closing = true;  /* cannot answer: drop the client */
 		return;
 	}
@@ -178,13 +245,6 @@ pending_out(const struct conn *c)
 	return c->out_len - c->out_off;
 }
 
-/* The largest reply a get may build: a few of the largest items. */
-static size_t
-out_max(const struct conn *c)
-{
-	return 4 * c->w->srv->opt.max_item + (1u << 20);
-}
-
 /* ---- commands -------------------------------------------------------------- */
 
 static void
@@ -194,53 +254,125 @@ reply(struct conn *c, bool noreply, const char *s)
 		out_str(c, s);
 }
 
-static void
-do_get(struct conn *c, const struct cached_req *req)
+/*
+ * Answers one key of a get.  The whole VALUE block is reserved before any
+ * of it is written, so a refusal never leaves part of one in the stream.
+ * False when refused (the caller skips the rest of the line).
+ */
+static bool
+get_key(struct conn *c, const char *key, size_t klen)
 {
 	struct worker *w = c->w;
-	const char *p = req->rest, *end = req->rest + req->rest_len;
-	const char *key = req->key;
-	size_t klen = req->klen, mark = c->out_len;
 	struct cached_item it;
 
-	do {
+	add(&w->ctr.cmd_get, 1);
+	switch (cached_store_get(w->srv->store, &w->scratch, key, klen, &it)) {
+	case CACHED_HIT:
+		add(&w->ctr.get_hits, 1);
+		break;
+	case CACHED_EXPIRED:
+		add(&w->ctr.get_expired, 1);
+		add(&w->ctr.get_misses, 1);
+		return true;
+	case CACHED_FLUSHED:
+		add(&w->ctr.get_flushed, 1);
+		/* fall through */
+	default:
+		add(&w->ctr.get_misses, 1);
+		return true;
+	}
+	/* "VALUE " key " flags bytes cas\r\n" data "\r\n" */
+	if (!out_reserve(c, 6 + klen + 64 + it.len + 2, false)) {
+		out_str(c, "SERVER_ERROR out of memory writing get response\r\n");
+		return false;
+	}
+	out_str(c, "VALUE ");
+	out_bytes(c, key, klen);
+	if (c->gets)
+		out_fmt(c, " %" PRIu32 " %zu %" PRIu64 "\r\n", it.flags,
+		        it.len, it.cas);
+	else
+		out_fmt(c, " %" PRIu32 " %zu\r\n", it.flags, it.len);
+	out_bytes(c, it.data, it.len);
+	out_str(c, "\r\n");
+	return true;
+}
+
+/*
+ * GET_KEYS: answers the keys buffered, one by one, until the line's end
+ * ("END"), a key too long (an error, then SKIP_LINE), more input needed,
+ * or output above OUT_HIGH.  A key is a run of bytes up to a space or the
+ * end of line (a "\r" before the "\n" is not part of it).
+ */
+static void
+get_keys(struct conn *c)
+{
+	while (!c->closing && pending_out(c) < OUT_HIGH) {
+		const char *buf = c->in + c->in_off;
+		size_t avail = c->in_len - c->in_off, lim, i, klen;
+
+		while (avail && *buf == ' ') {
+			buf++;
+			avail--;
+			c->in_off++;
+		}
+		if (!avail)
+			return;
+		if (*buf == '\n') {
+			c->in_off++;
+			out_str(c, "END\r\n");
+			c->state = READ_LINE;
+			return;
+		}
+		lim = avail < CACHED_KEY_MAX + 2 ? avail : CACHED_KEY_MAX + 2;
+		for (i = 0; i < lim && buf[i] != ' ' && buf[i] != '\n'; i++)
+			;
+		if (i == lim && avail < CACHED_KEY_MAX + 2)
+			return;  /* the key may go on */
+		klen = i;
+		if (i < lim && buf[i] == '\n' && klen && buf[klen - 1] == '\r')
+			klen--;
 		if (klen > CACHED_KEY_MAX) {
-			c->out_len = mark;
+			out_str(c, "CLIENT_ERROR bad command line format\r\n");
+			c->state = SKIP_LINE;
+			return;
+		}
+		c->last_progress = time(NULL);
+		if (klen && !get_key(c, buf, klen)) {
+			c->state = SKIP_LINE;
+			return;
+		}
+		c->in_off += i;
+	}
+}
+
+/* Whether a line too long to be buffered whole is a get, answered key by
+ * key. */
+static bool
+starts_get(const char *buf, size_t n, bool *gets)
+{
+	*gets = n >= 5 && !memcmp(buf, "gets ", 5);
+	return *gets || (n >= 4 && !memcmp(buf, "get ", 4));
+}
+
+/* A get line buffered whole: refused as a whole if a key is too long (as
+ * memcached does), else answered by get_keys from its first key. */
+static void
+start_get(struct conn *c, const struct cached_req *req)
+{
+	const char *p = req->rest, *end = req->rest + req->rest_len, *key;
+	size_t klen;
+
+	while (cached_next_key(&p, end, &key, &klen)) {
+		if (klen > CACHED_KEY_MAX) {
 			out_str(c, "CLIENT_ERROR bad command line format\r\n");
 			return;
 		}
-		add(&w->ctr.cmd_get, 1);
-		switch (cached_store_get(w->srv->store, &w->scratch, key, klen, &it)) {
-		case CACHED_HIT:
-			add(&w->ctr.get_hits, 1);
-			break;
-		case CACHED_EXPIRED:
-			add(&w->ctr.get_expired, 1);
-			add(&w->ctr.get_misses, 1);
-			continue;
-		case CACHED_FLUSHED:
-			add(&w->ctr.get_flushed, 1);
-			/* fall through */
-		default:
-			add(&w->ctr.get_misses, 1);
-			continue;
-		}
-		if (c->out_len - mark + it.len > out_max(c)) {
-			c->out_len = mark;
-			out_str(c, "SERVER_ERROR out of memory writing get response\r\n");
-			return;
-		}
-		out_str(c, "VALUE ");
-		out_bytes(c, key, klen);
-		if (req->cmd == CACHED_GETS)
-			out_fmt(c, " %" PRIu32 " %zu %" PRIu64 "\r\n", it.flags,
-			        it.len, it.cas);
-		else
-			out_fmt(c, " %" PRIu32 " %zu\r\n", it.flags, it.len);
-		out_bytes(c, it.data, it.len);
-		out_str(c, "\r\n");
-	} while (cached_next_key(&p, end, &key, &klen));
-	out_str(c, "END\r\n");
+	}
+	/* Back to the first key: the line is still in the buffer. */
+	c->in_off = (size_t)(req->key - c->in);
+	c->gets = req->cmd == CACHED_GETS;
+	c->state = GET_KEYS;
 }
 
 static void
@@ -273,6 +405,7 @@ do_stats(struct conn *c, const struct cached_req *req)
 {
 	struct server *srv = c->w->srv;
 	uint64_t sum[NCOUNTERS] = { 0 };
+	struct cached_store_stats cs;
 	struct admit_lru_stats ls;
 	time_t now = time(NULL);
 	double gets;
@@ -289,7 +422,8 @@ do_stats(struct conn *c, const struct cached_req *req)
 			sum[i] += atomic_load_explicit(&a[i], memory_order_relaxed);
 	}
 #define S(field) sum[offsetof(struct counters, field) / sizeof(atomic_uint_fast64_t)]
-	cached_store_stats(srv->store, &ls);
+	cached_store_stats(srv->store, &cs);
+	ls = cs.lru;
 	gets = (double)(S(get_hits) + S(get_misses));
 	out_fmt(c, "STAT pid %ld\r\n", (long)getpid());
 	out_fmt(c, "STAT uptime %ld\r\n", (long)(now - srv->started));
@@ -314,6 +448,14 @@ do_stats(struct conn *c, const struct cached_req *req)
 	out_fmt(c, "STAT curr_items %" PRIu64 "\r\n", ls.entries);
 	out_fmt(c, "STAT bytes %" PRIu64 "\r\n", ls.bytes);
 	out_fmt(c, "STAT evictions %" PRIu64 "\r\n", ls.evicted);
+	out_fmt(c, "STAT reclaimed %" PRIu64 "\r\n", cs.reclaimed);
+	out_fmt(c, "STAT expiry_index_items %" PRIu64 "\r\n", cs.expiry_indexed);
+	out_fmt(c, "STAT expiry_index_bytes %" PRIu64 "\r\n", cs.expiry_index_bytes);
+	out_fmt(c, "STAT expiry_unindexed %" PRIu64 "\r\n", cs.expiry_unindexed);
+	/* relaxed: see budget() */
+	out_fmt(c, "STAT conn_memory_used %zu\r\n",
+	        atomic_load_explicit(&srv->pool_used, memory_order_relaxed));
+	out_fmt(c, "STAT conn_memory_limit %zu\r\n", srv->pool_max);
 	out_fmt(c, "STAT admission %s\r\n", srv->opt.admission ? "adaptive" : "off");
 	out_fmt(c, "STAT admission_admitted %" PRIu64 "\r\n", ls.admitted);
 	out_fmt(c, "STAT admission_rejected %" PRIu64 "\r\n", ls.rejected);
@@ -323,6 +465,42 @@ do_stats(struct conn *c, const struct cached_req *req)
 	out_fmt(c, "STAT hit_ratio %.4f\r\n", gets > 0 ? (double)S(get_hits) / gets : 0.0);
 	out_str(c, "END\r\n");
 #undef S
+}
+
+/* Moves the unread input to the buffer's start. */
+static void
+in_compact(struct conn *c)
+{
+	if (c->in_off) {
+		memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+		c->in_len -= c->in_off;
+		c->in_off = 0;
+	}
+}
+
+/* Makes room for need bytes from in_off (compacting first), charging the
+ * growth to the pool; false, nothing lost, when it cannot. */
+static bool
+in_reserve(struct conn *c, size_t need)
+{
+	size_t cap = c->in_cap;
+	char *p;
+
+	in_compact(c);
+	if (need <= c->in_cap)
+		return true;
+	while (cap < need)
+		cap *= 2;
+	if (!budget(c, cap, c->out_cap, false))
+		return false;
+	p = realloc(c->in, cap);
+	if (!p) {
+		budget(c, c->in_cap, c->out_cap, true);
+		return false;
+	}
+	c->in = p;
+	c->in_cap = cap;
+	return true;
 }
 
 /* Runs one parsed request line; a storage command goes on to READ_DATA. */
@@ -337,7 +515,7 @@ execute(struct conn *c, struct cached_req *req)
 	switch (req->cmd) {
 	case CACHED_GET:
 	case CACHED_GETS:
-		do_get(c, req);
+		start_get(c, req);
 		return;
 	case CACHED_SET: case CACHED_ADD: case CACHED_REPLACE:
 	case CACHED_APPEND: case CACHED_PREPEND: case CACHED_CAS:
@@ -350,6 +528,14 @@ execute(struct conn *c, struct cached_req *req)
 		memcpy(c->key, req->key, req->klen);
 		c->req = *req;
 		c->req.key = c->key;
+		/* The whole block is buffered: room for it now, or a refusal
+		 * before any of it is read. */
+		if (!in_reserve(c, (size_t)req->bytes + 2)) {
+			out_str(c, "SERVER_ERROR out of memory storing object\r\n");
+			c->skip = req->bytes + 2;
+			c->state = SWALLOW;
+			return;
+		}
 		c->state = READ_DATA;
 		return;
 	case CACHED_DELETE:
@@ -384,8 +570,10 @@ execute(struct conn *c, struct cached_req *req)
 		return;
 	case CACHED_FLUSH_ALL:
 		add(&w->ctr.cmd_flush, 1);
-		cached_store_flush(st, req->exptime);
-		reply(c, req->noreply, "OK\r\n");
+		if (cached_store_flush(st, req->exptime))
+			out_str(c, "SERVER_ERROR out of memory\r\n");
+		else
+			reply(c, req->noreply, "OK\r\n");
 		return;
 	case CACHED_VERBOSITY:
 		reply(c, req->noreply, "OK\r\n");
@@ -402,30 +590,6 @@ execute(struct conn *c, struct cached_req *req)
 	}
 }
 
-/* Makes room for a data block of need bytes at in_off. */
-static bool
-in_reserve(struct conn *c, size_t need)
-{
-	size_t cap = c->in_cap;
-	char *p;
-
-	if (c->in_off) {
-		memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
-		c->in_len -= c->in_off;
-		c->in_off = 0;
-	}
-	if (need <= c->in_cap)
-		return true;
-	while (cap < need)
-		cap *= 2;
-	p = realloc(c->in, cap);
-	if (!p)
-		return false;
-	c->in = p;
-	c->in_cap = cap;
-	return true;
-}
-
 /* Runs every complete request buffered, until output backs up. */
 static void
 process(struct conn *c)
@@ -437,6 +601,21 @@ process(struct conn *c)
 		size_t avail = c->in_len - c->in_off, len, used;
 		struct cached_req req;
 
+		if (c->state == GET_KEYS) {
+			get_keys(c);
+			if (c->state == GET_KEYS)
+				return;  /* more input, or output drained first */
+			continue;
+		}
+		if (c->state == SKIP_LINE) {
+			const char *nl = memchr(buf, '\n', avail);
+
+			c->in_off += nl ? (size_t)(nl - buf) + 1 : avail;
+			if (!nl)
+				break;
+			c->state = READ_LINE;
+			continue;
+		}
 		if (c->state == SWALLOW) {
 			used = avail < c->skip ? avail : (size_t)c->skip;
 			c->in_off += used;
@@ -449,11 +628,8 @@ process(struct conn *c)
 		if (c->state == READ_DATA) {
 			size_t need = (size_t)c->req.bytes + 2;
 
-			if (avail < need) {
-				if (!in_reserve(c, need))
-					c->closing = true;
-				break;
-			}
+			if (avail < need)
+				break;  /* execute() made room for it */
 			if (buf[need - 2] != '\r' || buf[need - 1] != '\n')
 				out_str(c, "CLIENT_ERROR bad data chunk\r\n");
 			else
@@ -467,6 +643,11 @@ process(struct conn *c)
 		case CACHED_LINE_MORE:
 			return;
 		case CACHED_LINE_TOO_LONG:
+			if (starts_get(buf, avail, &c->gets)) {
+				c->in_off += c->gets ? 5 : 4;
+				c->state = GET_KEYS;
+				continue;
+			}
 			out_str(c, "CLIENT_ERROR line too long\r\n");
 			add(&c->w->ctr.closed_limits, 1);
 			c->closing = true;
@@ -510,6 +691,7 @@ conn_close(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	atomic_fetch_sub(&w->srv->curr_conns, 1);
+	budget(c, 0, 0, true);
 	free(c->in);
 	free(c->out);
 	free(c);
@@ -534,13 +716,25 @@ runnable(const struct conn *c)
 {
 	size_t avail = c->in_len - c->in_off;
 
+	const char *buf = c->in + c->in_off;
+
 	switch (c->state) {
 	case SWALLOW:
+	case SKIP_LINE:
 		return avail > 0;
+	case GET_KEYS:
+		/* A whole key (or the end of line, or one too long) is there. */
+		if (avail > CACHED_KEY_MAX + 1)
+			return true;
+		for (size_t i = 0; i < avail; i++)
+			if (buf[i] == ' ' || buf[i] == '\n')
+				return true;
+		return false;
 	case READ_DATA:
 		return avail >= c->req.bytes + 2;
 	default:
-		return memchr(c->in + c->in_off, '\n', avail) != NULL;
+		return memchr(buf, '\n', avail) != NULL ||
+		       avail > c->w->srv->opt.max_line + 1;
 	}
 }
 
@@ -568,6 +762,7 @@ flush_out(struct conn *c)
 			free(c->out);
 			c->out = NULL;
 			c->out_cap = 0;
+			budget(c, c->in_cap, 0, true);
 		}
 		/* Half-close, then read until the client closes: closing
 		 * with unread input would reset the connection and could
@@ -578,6 +773,26 @@ flush_out(struct conn *c)
 		}
 	}
 	return true;
+}
+
+/*
+ * Whether there is room to read into, compacting, or growing the buffer
+ * where its state may: a line up to --max-line, a get's keys up to
+ * GET_IN_MAX.  A data block's room was made when its line was read.
+ */
+static bool
+in_room(struct conn *c)
+{
+	size_t limit;
+
+	if (c->in_len < c->in_cap)
+		return true;
+	in_compact(c);
+	if (c->in_len < c->in_cap)
+		return true;
+	limit = c->state == READ_LINE ? c->w->srv->opt.max_line + 2
+	        : c->state == GET_KEYS ? GET_IN_MAX : 0;
+	return c->in_cap < limit && in_reserve(c, 2 * c->in_cap);
 }
 
 /* Reads, runs and answers; false when the connection is to be closed. */
@@ -594,13 +809,9 @@ conn_io(struct conn *c, uint32_t events)
 
 		return n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR));
 	}
-	if ((events & (EPOLLIN | EPOLLHUP)) && c->want_in) {
+	if ((events & (EPOLLIN | EPOLLHUP)) && c->want_in && in_room(c)) {
 		ssize_t n;
 
-		if (c->in_len == c->in_cap && !in_reserve(c, c->in_cap))
-			return false;
-		if (c->in_len == c->in_cap && !in_reserve(c, 2 * c->in_cap))
-			return false;
 		n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
 		if (n == 0)
 			return false;
@@ -623,11 +834,17 @@ conn_io(struct conn *c, uint32_t events)
 			if (p) {
 				c->in = p;
 				c->in_cap = IN_MIN;
+				budget(c, IN_MIN, c->out_cap, true);
 			}
 		}
 	}
-	/* No new request is read while the client does not read its replies. */
-	want_in = c->draining || (!c->closing && pending_out(c) < OUT_HIGH);
+	/* No new request is read while the client does not read its replies;
+	 * a get's keys are, up to GET_IN_MAX, as a client may write a long
+	 * get line whole before it reads. */
+	want_in = c->draining ||
+	          (!c->closing && (pending_out(c) < OUT_HIGH ||
+	                           c->state == GET_KEYS || c->state == SKIP_LINE) &&
+	           in_room(c));
 	set_interest(c, want_in, pending_out(c) != 0);
 	return true;
 }
@@ -790,6 +1007,9 @@ usage(FILE *f)
 "      --idle-timeout SEC   close a connection that completes no request and\n"
 "                           takes no output for SEC seconds; 0 = never\n"
 "                           (default 300)\n"
+"      --conn-memory MB     buffers shared by the connections past each one's\n"
+"                           own 96 KiB + 2 x --max-line (default 64); a value\n"
+"                           that finds it full is refused\n"
 "      --no-admission       plain LRU, no TinyLFU admission (for comparison)\n"
 "  -h, --help               this text\n"
 "Commands: get gets set add replace append prepend cas delete incr decr\n"
@@ -816,7 +1036,7 @@ parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 static int
 parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_MAX_LINE = 256, OPT_IDLE, OPT_NO_ADMISSION };
+	enum { OPT_MAX_LINE = 256, OPT_IDLE, OPT_NO_ADMISSION, OPT_CONN_MEMORY };
 	static const struct option longopts[] = {
 		{ "port", required_argument, NULL, 'p' },
 		{ "listen", required_argument, NULL, 'l' },
@@ -827,6 +1047,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "max-line", required_argument, NULL, OPT_MAX_LINE },
 		{ "idle-timeout", required_argument, NULL, OPT_IDLE },
 		{ "no-admission", no_argument, NULL, OPT_NO_ADMISSION },
+		{ "conn-memory", required_argument, NULL, OPT_CONN_MEMORY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -836,6 +1057,7 @@ parse_options(int argc, char **argv, struct options *o)
 	*o = (struct options){ .listen = "127.0.0.1", .port = "11311",
 	                       .threads = 4, .max_conns = 1024,
 	                       .idle_timeout = 300, .memory_mb = 64,
+	                       .conn_memory_mb = 64,
 	                       .max_item = 1u << 20, .max_line = 8192,
 	                       .admission = true };
 	while ((ch = getopt_long(argc, argv, "p:l:t:m:c:I:h", longopts, NULL)) != -1) {
@@ -877,6 +1099,11 @@ parse_options(int argc, char **argv, struct options *o)
 			o->idle_timeout = (unsigned)v;
 			break;
 		case OPT_NO_ADMISSION: o->admission = false; break;
+		case OPT_CONN_MEMORY:
+			if (!parse_num(optarg, 0, 1u << 20, &v))
+				goto bad;
+			o->conn_memory_mb = v;
+			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
 		}
@@ -907,6 +1134,8 @@ main(int argc, char **argv)
 	srv.started = time(NULL);
 	atomic_init(&srv.curr_conns, 0);
 	atomic_init(&srv.rejected_conns, 0);
+	atomic_init(&srv.pool_used, 0);
+	srv.pool_max = (size_t)(srv.opt.conn_memory_mb << 20);
 
 	/* Workers inherit the mask: only main's sigwait sees the signals. */
 	sigemptyset(&sigs);

@@ -8,6 +8,11 @@
  * sequence; every write, plain set and delete included, takes that mutex,
  * so each key's changes are atomic.  Reads take no mutex of ours: one
  * admit_lru_get is atomic by itself.
+ *
+ * flush_all swaps in an empty admit_lru (the capacity is free at once); a
+ * reaper thread deletes expired items by expiry time (expiry.h).  Memory:
+ * --memory for the items, up to --memory / 32 (at least 64 KiB) for the
+ * expiry index, two item-sized buffers per thread (struct cached_scratch).
  */
 #ifndef CACHED_STORE_H
 #define CACHED_STORE_H
@@ -36,7 +41,8 @@ struct cached_item {
 	size_t len;
 };
 
-/* How a lookup went. */
+/* How a lookup went.  (CACHED_FLUSHED is no longer returned: flush_all
+ * empties the cache at once.) */
 enum cached_lookup { CACHED_HIT, CACHED_MISS, CACHED_EXPIRED, CACHED_FLUSHED };
 
 /*
@@ -46,12 +52,25 @@ enum cached_lookup { CACHED_HIT, CACHED_MISS, CACHED_EXPIRED, CACHED_FLUSHED };
 struct cached_scratch {
 	char *read, *write;
 	size_t cap;
+	unsigned slot;           /* its hazard slot in the store */
+	struct admit_lru *lru;   /* the cache the current command uses */
+};
+
+struct cached_store_stats {
+	struct admit_lru_stats lru;   /* hits .. evicted summed over flushes */
+	uint64_t expiry_indexed;      /* entries in the expiry index */
+	uint64_t expiry_index_bytes;
+	uint64_t expiry_unindexed;    /* items left to lazy expiry: index full */
+	uint64_t reclaimed;           /* expired items the reaper deleted */
 };
 
 int cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
                      struct cached_store **out);
 void cached_store_free(struct cached_store *st);
-int cached_scratch_init(struct cached_scratch *s, const struct cached_store *st);
+/* One scratch per thread that calls the functions below; each takes a
+ * hazard slot of the store (at most 1023 threads).  Errors: ENOMEM,
+ * EMFILE (no slot left). */
+int cached_scratch_init(struct cached_scratch *s, struct cached_store *st);
 void cached_scratch_free(struct cached_scratch *s);
 
 /* Looks key up; *it is valid on CACHED_HIT only.  An expired or flushed
@@ -76,8 +95,13 @@ enum cached_result cached_store_arith(struct cached_store *st,
 enum cached_result cached_store_touch(struct cached_store *st,
                                       struct cached_scratch *s,
                                       const struct cached_req *req);
-/* flush_all: delay 0 (or negative) means now. */
-void cached_store_flush(struct cached_store *st, int64_t delay);
-void cached_store_stats(struct cached_store *st, struct admit_lru_stats *out);
+/* flush_all: delay 0 (or negative) means now: every item goes and its
+ * capacity is free when this returns.  A positive delay (seconds, or a Unix
+ * time above 30 days) removes, when it comes, the items stored before it;
+ * it replaces a pending one.  Must not be called by a thread inside another
+ * store call.  Errors: ENOMEM (a new cache could not be made; nothing
+ * changed). */
+int cached_store_flush(struct cached_store *st, int64_t delay);
+void cached_store_stats(struct cached_store *st, struct cached_store_stats *out);
 
 #endif /* CACHED_STORE_H */
