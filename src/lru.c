@@ -1398,6 +1398,10 @@ admit_lru_set_expiring_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	if (vlen)
 		memcpy(e->data + klen, value, vlen);
 	shard_lock(c, s);
+	/* The wheel is advanced before e joins it: advancing may remove what
+	 * is due, and e, not yet in the index or a list, must not be (its
+	 * time can pass while this call runs). */
+	expire_due(c, s);
 	if (!time_entry(c, s, e, expires_at)) {
 		pthread_mutex_unlock(&s->mu);
 		admit_free(e);
@@ -1406,7 +1410,6 @@ admit_lru_set_expiring_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	/* Before the contest, so the candidate's own request counts. */
 	if (c->tlfu)
 		admit_tinylfu_record_hash(c->tlfu, h);
-	expire_due(c, s);
 	old = find_live(c, s, h, key, klen, &p);
 	kept = set_locked(c, s, e, old, p);
 	pthread_mutex_unlock(&s->mu);

@@ -702,6 +702,45 @@ make_timed(uint64_t cap, uint64_t bytes, enum admit_lru_policy pol, unsigned sha
 	return c;
 }
 
+/* A clock that moves on by a second at every read: time passes between
+ * any two steps of a call. */
+static uint64_t
+ticking_clock(void *arg)
+{
+	(void)arg;
+	return atomic_fetch_add(&fake_now, SEC);
+}
+
+/* An entry whose time comes while its own set is under way (the clock
+ * passes it between the call's checks) is removed before it was ever
+ * published: the cache must stay whole and the key absent. */
+START_TEST(test_expiry_due_during_set)
+{
+	struct admit_lru_config cfg = {
+		.capacity = 10, .shards = 1, .seed = SEED, .clock = ticking_clock,
+	};
+	struct admit_lru_stats st;
+	struct admit_lru *c = NULL;
+	char buf[8];
+	size_t vlen;
+
+	atomic_store(&fake_now, T0);
+	ck_assert_int_eq(admit_lru_new(&cfg, &c), ADMIT_OK);
+	for (int i = 0; i < 50; i++) {
+		uint64_t at = admit_lru_now(c) + 2 * SEC + 1;
+
+		ck_assert_int_eq(admit_lru_set_expiring(c, "k", 1, "v", 1, at), ADMIT_OK);
+		ck_assert_int_eq(admit_lru_set(c, "x", 1, "w", 1), ADMIT_OK);
+	}
+	ck_assert_int_eq(admit_lru_expire(c), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_get(c, "k", 1, buf, sizeof(buf), &vlen), ADMIT_NOTFOUND);
+	ck_assert_int_eq(admit_lru_get(c, "x", 1, buf, sizeof(buf), &vlen), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_stats(c, &st), ADMIT_OK);
+	ck_assert_uint_eq(st.entries, 1);
+	admit_lru_free(c);
+}
+END_TEST
+
 START_TEST(test_expiry_bad_args)
 {
 	struct admit_lru *c = make_timed(10, 0, ADMIT_LRU_ADAPTIVE, 1);
@@ -991,6 +1030,7 @@ main(void)
 	tcase_add_test(tc, test_hashed_same_keys);
 	tcase_add_test(tc, test_hashed_wrong_hash);
 	tcase_add_test(tc, test_expiry_bad_args);
+	tcase_add_test(tc, test_expiry_due_during_set);
 	tcase_add_test(tc, test_expiry_invisible_at_once);
 	tcase_add_loop_test(tc, test_expiry_reclaims_without_get, 0, 8);
 	tcase_add_test(tc, test_expiry_maintenance);
