@@ -108,6 +108,10 @@ struct admit_lru_stats {
 	uint64_t filter_entries; /* keys TinyLFU counts now (0 for PLAIN) */
 	uint64_t filter_slots;   /* its frequency store's slots: entries /
 	                          * slots is the filter load */
+	uint64_t sim_bytes;      /* ADAPTIVE: bytes of its miniature
+	                          * simulation (0 for other policies) */
+	uint64_t sim_switches;   /* ADAPTIVE: times the simulation moved the
+	                          * cache to another configuration */
 };
 
 /*
