@@ -18,6 +18,8 @@
 #include "config.h"
 
 #include <string.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "alloc.h"
 #include "minisim.h"
@@ -58,6 +60,7 @@ struct admit_minisim {
 	uint32_t nodes;                 /* pool size per mini cache */
 	uint32_t nbuckets;              /* a power of two */
 	uint64_t threshold;             /* sampled: remix(h) < threshold */
+	uint32_t fill_weight;           /* a filled miss's weight */
 	uint64_t gets, period;          /* this period's gets, its length */
 	double reqs;                    /* decayed gets */
 	unsigned current;
@@ -165,6 +168,8 @@ admit_minisim_new(uint64_t max_weight, uint64_t entries,
 	m->nodes = (uint32_t)nodes;
 	for (m->nbuckets = 16; m->nbuckets < nodes; m->nbuckets *= 2)
 		;
+	m->fill_weight = mini_weight / nodes > UINT32_MAX ? UINT32_MAX
+	                 : mini_weight / nodes ? (uint32_t)(mini_weight / nodes) : 1;
 	m->period = ADMIT_MINISIM_PERIOD * nodes;
 	if (m->period < 1000)
 		m->period = 1000;
@@ -239,6 +244,7 @@ end_period(struct admit_minisim *m)
 			best = i;
 	}
 	m->gets = 0;
+	if (getenv("MSDBG")) { fprintf(stderr, "cur %u best %u:", m->current, best); for (unsigned i = 0; i < ADMIT_MINISIM_N; i++) fprintf(stderr, " %.2f", 100*m->mini[i].score/m->reqs); fprintf(stderr, "\n"); }
 	if (m->mini[best].score >
 	    m->mini[m->current].score + ADMIT_MINISIM_HYSTERESIS * m->reqs) {
 		m->current = best;
@@ -246,6 +252,30 @@ end_period(struct admit_minisim *m)
 	}
 }
 
+/* Stores h, absent from mini cache i, through its policy. */
+static void
+insert(struct admit_minisim *m, unsigned i, uint64_t h, uint32_t w)
+{
+	struct mini *mc = &m->mini[i];
+	uint32_t k = m->free_head[i];
+	struct mnode *x;
+
+	if (k == NIL)
+		return;  /* cannot happen: the policy keeps a node spare */
+	x = &m->pool[i][k];
+	m->free_head[i] = x->hnext;
+	x->hash = h;
+	x->weight = w;
+	x->hnext = m->bucket[i][h & (m->nbuckets - 1)];
+	m->bucket[i][h & (m->nbuckets - 1)] = k;
+	mc->used++;
+	admit_policy_insert(&mc->pol, &x->node);
+}
+
+/* A mini cache fills its own misses, as the real cache's caller does
+ * after a miss: the real cache's set follows only its own misses, and a
+ * key the real cache holds may be missing here.  The weight is a guess
+ * (the mean an entry may have) that a set corrects. */
 unsigned
 admit_minisim_get(struct admit_minisim *m, uint64_t h)
 {
@@ -255,6 +285,8 @@ admit_minisim_get(struct admit_minisim *m, uint64_t h)
 		if (x) {
 			m->mini[i].hits++;
 			admit_policy_hit(&m->mini[i].pol, &x->node);
+		} else {
+			insert(m, i, h, m->fill_weight);
 		}
 	}
 	if (++m->gets >= m->period)
@@ -270,31 +302,16 @@ admit_minisim_set(struct admit_minisim *m, uint64_t h, uint64_t w)
 	for (unsigned i = 0; i < ADMIT_MINISIM_N; i++) {
 		struct mini *mc = &m->mini[i];
 		struct mnode *x = lookup(m, i, h);
-		uint32_t k;
 
-		if (x) {
-			/* A replaced value: the real cache counts it as
-			 * recently used; its weight may change. */
-			if (x->weight != w32) {
-				admit_policy_remove(&mc->pol, &x->node);
-				x->weight = w32;
-				admit_policy_insert(&mc->pol, &x->node);
-			} else {
-				admit_policy_hit(&mc->pol, &x->node);
-			}
-			continue;
+		if (!x) {
+			insert(m, i, h, w32);
+		} else if (x->weight != w32) {
+			/* The get that missed guessed the weight (byte
+			 * capacities): store it again with the real one. */
+			admit_policy_remove(&mc->pol, &x->node);
+			x->weight = w32;
+			admit_policy_insert(&mc->pol, &x->node);
 		}
-		k = m->free_head[i];
-		if (k == NIL)
-			continue;  /* cannot happen: a spare node always */
-		x = &m->pool[i][k];
-		m->free_head[i] = x->hnext;
-		x->hash = h;
-		x->weight = w32;
-		x->hnext = m->bucket[i][h & (m->nbuckets - 1)];
-		m->bucket[i][h & (m->nbuckets - 1)] = k;
-		mc->used++;
-		admit_policy_insert(&mc->pol, &x->node);
 	}
 }
 
