@@ -18,8 +18,6 @@
 #include "config.h"
 
 #include <string.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 #include "alloc.h"
 #include "minisim.h"
@@ -244,7 +242,6 @@ end_period(struct admit_minisim *m)
 			best = i;
 	}
 	m->gets = 0;
-	if (getenv("MSDBG")) { fprintf(stderr, "cur %u best %u:", m->current, best); for (unsigned i = 0; i < ADMIT_MINISIM_N; i++) fprintf(stderr, " %.2f", 100*m->mini[i].score/m->reqs); fprintf(stderr, "\n"); }
 	if (m->mini[best].score >
 	    m->mini[m->current].score + ADMIT_MINISIM_HYSTERESIS * m->reqs) {
 		m->current = best;

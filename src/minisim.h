@@ -73,10 +73,14 @@ size_t admit_minisim_bytes(const struct admit_minisim *m);
 
 /* Tuning, exposed for the tests: decay of the scores per period, the
  * margin in hit ratio the best must beat the current by, the period in
- * sampled gets per entry of a mini cache. */
-#define ADMIT_MINISIM_DECAY 0.9
+ * sampled gets per entry of a mini cache (at least 1000 gets).  Chosen by
+ * a sweep (period 1, 3, 10; decay 0.8, 0.9; margin 0.25, 0.5, 1 point) on
+ * half of the shared traces (gli, loop, multi1-3, sprite, 2_pools, scan),
+ * checked on the other half (OLTP, P3, gcc, swim, orm-night, web12,
+ * scarab-recs): doc/hit-ratio.md. */
+#define ADMIT_MINISIM_DECAY 0.8
 #define ADMIT_MINISIM_HYSTERESIS 0.005
-#define ADMIT_MINISIM_PERIOD 10u
+#define ADMIT_MINISIM_PERIOD 1u
 
 /* For tests: the decayed hit ratio of mini cache i. */
 double admit_minisim_score(const struct admit_minisim *m, unsigned i);
