@@ -78,7 +78,7 @@ size_t admit_minisim_bytes(const struct admit_minisim *m);
  * half of the shared traces (gli, loop, multi1-3, sprite, 2_pools, scan),
  * checked on the other half (OLTP, P3, gcc, swim, orm-night, web12,
  * scarab-recs): doc/hit-ratio.md. */
-#define ADMIT_MINISIM_DECAY 0.8
+#define ADMIT_MINISIM_DECAY 0.9
 #define ADMIT_MINISIM_HYSTERESIS 0.005
 #define ADMIT_MINISIM_PERIOD 1u
 
