@@ -56,9 +56,11 @@
  * end of probation; while the shard is over capacity, that candidate is
  * judged against probation's LRU victim and the loser leaves.  A hit in
  * probation promotes to protected; protected's overflow is demoted back to
- * probation.  The window's share is adjusted by hill climbing on the hit
- * ratio of each sample.  Plain LRU is the same machinery with an unbounded
- * window; LRU + TinyLFU a window of 0 and no protected segment.
+ * probation.  That policy is src/policy.c, single-threaded, run here under
+ * the shard mutex; ADMIT_LRU_ADAPTIVE's configuration is chosen by the
+ * miniature simulation of src/minisim.c, which runs the same policy.  Plain
+ * LRU is a window of everything; LRU + TinyLFU a window of 0 and no
+ * protected segment.
  */
 #include "config.h"
 

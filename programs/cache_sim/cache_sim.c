@@ -19,11 +19,11 @@
  * another pattern (zigzag, scan-repeat, scan-hot, zipf).
  *
  * The admission policies draw on their seed (hashing, the random admission
- * of a warm candidate), and the adaptive window's hill climber amplifies
- * small differences: --seeds N replays each with N seeds and reports the
- * median.  --sample-factor changes TinyLFU's aging period (also the
- * climber's sample) and --no-random-admit turns TinyLFU's random admission
- * off, to show what each costs.
+ * of a warm candidate), and adaptive's choice of configuration can turn
+ * small differences into another path: --seeds N replays each with N seeds
+ * and reports the median.  --sample-factor changes TinyLFU's aging period
+ * and --no-random-admit turns TinyLFU's random admission off, to show what
+ * each costs.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -108,7 +108,7 @@ usage(FILE *f)
 	        "--window sets wtinylfu's fixed window (default 1 %%); --shards and --threads\n"
 	        "show what sharding and concurrency cost in hit ratio.  --seeds N reports the\n"
 	        "median of N replays, with seeds S, S+1, ... (S = --seed, default 42).\n"
-	        "--sample-factor K ages TinyLFU, and moves adaptive's window, every K x size\n"
+	        "--sample-factor K ages TinyLFU every K x size\n"
 	        "records (default 10); --no-random-admit turns off TinyLFU's random\n"
 	        "admission of warm candidates.\n");
 }
