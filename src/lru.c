@@ -166,6 +166,7 @@ struct admit_lru {
 	 * index of the configuration it chose, which each shard applies
 	 * under its own mutex. */
 	struct admit_minisim *sim;
+	uint64_t sim_threshold;         /* admit_minisim_threshold(sim) */
 	pthread_mutex_t sim_mu;
 	alignas(CACHELINE) _Atomic unsigned config;
 };
@@ -556,7 +557,7 @@ sim_admit(void *ctx, uint64_t cand, uint64_t victim)
 static void
 simulate(struct admit_lru *c, uint64_t h, uint64_t w)
 {
-	if (!c->sim || !admit_minisim_sampled(c->sim, h) ||
+	if (!c->sim || !admit_minisim_sample(h, c->sim_threshold) ||
 	    pthread_mutex_trylock(&c->sim_mu) != 0)
 		return;
 	if (w)
@@ -694,7 +695,8 @@ shard_init(struct admit_lru *c, struct shard *s, const struct admit_lru_config *
 	s->max_bytes = part(cfg->capacity_bytes, c->nshards, i);
 	s->max_weight = c->by_bytes ? s->max_bytes : s->max_entries;
 	s->config = ADMIT_MINISIM_START;
-	admit_policy_init(&s->pol, &shard_ops, s, s->max_weight, &pc);
+	admit_policy_init(&s->pol, &shard_ops, s, s->max_weight, !c->by_bytes,
+	                  &pc);
 	for (uint64_t k = 0; k < ADMIT_LRU_RING; k++)
 		atomic_init(&s->ring.slot[k].seq, k);
 	for (nbuckets = 64; nbuckets < s->max_entries && nbuckets < ((size_t)1 << 30); )
@@ -789,6 +791,7 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 		                           entries_of(cfg), sim_admit, c->tlfu);
 		if (!c->sim)
 			goto out;
+		c->sim_threshold = admit_minisim_threshold(c->sim);
 		if (pthread_mutex_init(&c->sim_mu, NULL) != 0) {
 			admit_minisim_free(c->sim);
 			c->sim = NULL;
@@ -911,7 +914,10 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 	/* Before the contest, so the candidate's own request counts. */
 	if (c->tlfu)
 		admit_tinylfu_record_hash(c->tlfu, h);
-	simulate(c, h, c->by_bytes ? charge_of(klen, vlen) : 1);
+	/* With entry capacities the get that missed has filled the mini
+	 * caches already; with byte capacities the set tells the weight. */
+	if (c->by_bytes)
+		simulate(c, h, charge_of(klen, vlen));
 
 	shard_lock(c, s);
 	old = find(index_of(s), h, key, klen, &p);

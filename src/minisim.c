@@ -68,17 +68,6 @@ struct admit_minisim {
 	size_t bytes;
 };
 
-static inline uint64_t
-remix(uint64_t h)
-{
-	/* splitmix64's finaliser: any input bit moves every output bit. */
-	h ^= h >> 31;
-	h *= 0x7fb5d329728ea185ull;
-	h ^= h >> 27;
-	h *= 0x81dadef4bc2dd44dull;
-	h ^= h >> 33;
-	return h;
-}
 
 static inline struct mnode *
 mnode_of(const struct admit_policy_node *n)
@@ -190,7 +179,8 @@ admit_minisim_new(uint64_t max_weight, uint64_t entries,
 		m->free_head[i] = 0;
 		m->mini[i].m = m;
 		admit_policy_init(&m->mini[i].pol, &mini_ops, &m->mini[i],
-		                  mini_weight, &admit_minisim_configs[i]);
+		                  mini_weight, max_weight == entries,
+		                  &admit_minisim_configs[i]);
 	}
 	return m;
 }
@@ -210,7 +200,13 @@ admit_minisim_free(struct admit_minisim *m)
 bool
 admit_minisim_sampled(const struct admit_minisim *m, uint64_t h)
 {
-	return m->threshold == UINT64_MAX || remix(h) < m->threshold;
+	return admit_minisim_sample(h, m->threshold);
+}
+
+uint64_t
+admit_minisim_threshold(const struct admit_minisim *m)
+{
+	return m->threshold;
 }
 
 static struct mnode *

@@ -50,6 +50,24 @@ void admit_minisim_free(struct admit_minisim *m);
  * test it before taking the simulator's lock). */
 bool admit_minisim_sampled(const struct admit_minisim *m, uint64_t h);
 
+/* The same test inline, for a caller that keeps the threshold. */
+uint64_t admit_minisim_threshold(const struct admit_minisim *m);
+
+static inline bool
+admit_minisim_sample(uint64_t h, uint64_t threshold)
+{
+	if (threshold == UINT64_MAX)
+		return true;
+	/* splitmix64's finaliser: the bits that pick shards and buckets
+	 * do not pick the sample too. */
+	h ^= h >> 31;
+	h *= 0x7fb5d329728ea185ull;
+	h ^= h >> 27;
+	h *= 0x81dadef4bc2dd44dull;
+	h ^= h >> 33;
+	return h < threshold;
+}
+
 /* A get of a sampled key: each mini cache counts a hit or a miss.  Ends a
  * period every so many gets; returns the configuration index to use now
  * (unchanged but at a period's end). */

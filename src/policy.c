@@ -42,7 +42,7 @@ lru_of(struct admit_policy *p, enum admit_policy_seg k)
 static inline uint64_t
 weight_of(struct admit_policy *p, const struct admit_policy_node *n)
 {
-	return p->ops->weight(p->ctx, n);
+	return p->unit_weight ? 1 : p->ops->weight(p->ctx, n);
 }
 
 static void
@@ -108,11 +108,12 @@ set_bounds(struct admit_policy *p)
 
 void
 admit_policy_init(struct admit_policy *p, const struct admit_policy_ops *ops,
-                  void *ctx, uint64_t max_weight,
+                  void *ctx, uint64_t max_weight, bool unit_weight,
                   const struct admit_policy_config *cfg)
 {
 	*p = (struct admit_policy){ .ops = ops, .ctx = ctx,
-	                            .max_weight = max_weight, .cfg = *cfg };
+	                            .max_weight = max_weight, .cfg = *cfg,
+	                            .unit_weight = unit_weight };
 	for (int k = 0; k < ADMIT_SEG_COUNT; k++)
 		p->seg[k].next = p->seg[k].prev = &p->seg[k];
 	set_bounds(p);
@@ -273,7 +274,7 @@ admit_policy_check(const struct admit_policy *p)
 				why = "entry on another segment's list";
 				break;
 			}
-			w += p->ops->weight(p->ctx, n);
+			w += weight_of((struct admit_policy *)p, n);
 			if (++c > p->count[k]) {
 				why = "more entries than counted";
 				break;

@@ -75,12 +75,15 @@ struct admit_policy {
 	struct admit_policy_config cfg;
 	const struct admit_policy_ops *ops;
 	void *ctx;
+	bool unit_weight;               /* every weight is 1: ops->weight
+	                                 * is not called (the common case) */
 	uint64_t admitted, rejected, evicted;
 };
 
-/* Sets p up empty with capacity max_weight and configuration cfg. */
+/* Sets p up empty with capacity max_weight and configuration cfg.  With
+ * unit_weight every entry weighs 1 and ops->weight may be NULL. */
 void admit_policy_init(struct admit_policy *p, const struct admit_policy_ops *ops,
-                       void *ctx, uint64_t max_weight,
+                       void *ctx, uint64_t max_weight, bool unit_weight,
                        const struct admit_policy_config *cfg);
 
 /* Changes the configuration in place: the window shrinks by moving its LRU

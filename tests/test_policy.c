@@ -94,7 +94,7 @@ owner_new(uint64_t max, unsigned window, unsigned prot, bool admission)
 	o->verdict = 1;
 	for (unsigned i = 0; i < MAXN; i++)
 		o->node[i].w = 1;
-	admit_policy_init(&o->p, &ops, o, max, &cfg);
+	admit_policy_init(&o->p, &ops, o, max, false, &cfg);
 	return o;
 }
 
