@@ -914,10 +914,10 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 	/* Before the contest, so the candidate's own request counts. */
 	if (c->tlfu)
 		admit_tinylfu_record_hash(c->tlfu, h);
-	/* With entry capacities the get that missed has filled the mini
-	 * caches already; with byte capacities the set tells the weight. */
-	if (c->by_bytes)
-		simulate(c, h, charge_of(klen, vlen));
+	/* The weight, for byte capacities; and a key a mini cache turned
+	 * away at the get that missed gets a second contest there, as the
+	 * measured constants assume (doc/hit-ratio.md). */
+	simulate(c, h, c->by_bytes ? charge_of(klen, vlen) : 1);
 
 	shard_lock(c, s);
 	old = find(index_of(s), h, key, klen, &p);
