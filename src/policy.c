@@ -70,9 +70,9 @@ move(struct admit_policy *p, struct admit_policy_node *n, enum admit_policy_seg 
 	add(p, n, k);
 }
 
-/* Debug builds check the invariants after every change: fully while the
- * policy is small (the unit tests), every 4096th change otherwise, so a
- * debug cache_sim stays usable. */
+/* Debug builds check the invariants after every change: the walk of every
+ * list while the policy is small (the unit tests) and every 4096th change
+ * otherwise, so a debug cache_sim stays usable; the bounds every time. */
 static void
 debug_check(struct admit_policy *p)
 {
@@ -80,8 +80,12 @@ debug_check(struct admit_policy *p)
 	static _Thread_local unsigned calls;
 	uint64_t n = p->count[0] + p->count[1] + p->count[2];
 
-	if (n <= 512 || (++calls & 4095) == 0)
+	if (n <= 64 || (++calls & 4095) == 0) {
 		admit_policy_check(p);
+	} else if (p->weight[ADMIT_SEG_PROTECTED] > p->protected_max) {
+		fprintf(stderr, "admit_policy_check: protected over its bound\n");
+		abort();
+	}
 #else
 	(void)p;
 #endif
@@ -167,6 +171,8 @@ admit_policy_hit(struct admit_policy *p, struct admit_policy_node *n)
 		demote_protected_overflow(p);
 	} else {
 		move(p, n, (enum admit_policy_seg)n->seg);
+		/* A replaced entry may have grown in protected. */
+		demote_protected_overflow(p);
 	}
 	debug_check(p);
 }
