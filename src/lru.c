@@ -23,8 +23,8 @@
  *     access -- the entry for a hit, NULL for a miss -- in the shard's bounded
  *     MPSC ring (Vyukov's bounded queue: a sequence number per slot).  Whoever
  *     next holds the mutex drains the ring IN ORDER before its own work, and
- *     applies each event as the old locked get did: the move, the counters,
- *     the hill climber.  A get that finds the ring full takes the mutex,
+ *     applies each event as the old locked get did: the move and the
+ *     counters.  A get that finds the ring full takes the mutex,
  *     drains, and applies its own event: no event is ever dropped, so one
  *     thread sees exactly the state changes, in exactly the order, of the
  *     fully locked cache.  The TinyLFU record of a hit stays in get, after
@@ -56,9 +56,11 @@
  * end of probation; while the shard is over capacity, that candidate is
  * judged against probation's LRU victim and the loser leaves.  A hit in
  * probation promotes to protected; protected's overflow is demoted back to
- * probation.  The window's share is adjusted by hill climbing on the hit
- * ratio of each sample.  Plain LRU is the same machinery with an unbounded
- * window; LRU + TinyLFU a window of 0 and no protected segment.
+ * probation.  That policy is src/policy.c, single-threaded, run here under
+ * the shard mutex; ADMIT_LRU_ADAPTIVE's configuration is chosen by the
+ * miniature simulation of src/minisim.c, which runs the same policy.  Plain
+ * LRU is a window of everything; LRU + TinyLFU a window of 0 and no
+ * protected segment.
  */
 #include "config.h"
 
@@ -77,31 +79,27 @@
 #include "alloc.h"
 #include "hash.h"
 #include "lru_internal.h"
+#include "minisim.h"
+#include "policy.h"
 #include "rcu.h"
 #include "timer_wheel.h"
 
 #define CACHELINE ADMIT_CACHELINE
 
-enum seg { SEG_WINDOW, SEG_PROBATION, SEG_PROTECTED, SEG_COUNT };
-
 struct entry {
-	/* List links, under the mutex; next goes towards MRU.  A dead entry
-	 * is chained into the limbo through next. */
-	struct entry *prev, *next;
+	/* The policy's list links and segment, under the mutex.  A dead
+	 * entry is chained into the limbo through limbo. */
+	union {
+		struct admit_policy_node node;
+		struct entry *limbo;
+	};
 	_Atomic(struct entry *) hnext;  /* hash chain: readers follow it */
 	uint64_t hash;
 	size_t klen, vlen;
-	enum seg seg;                   /* under the mutex */
 	bool dead;                      /* unlinked; under the mutex */
 	bool timed;                     /* expires: a struct lru_timer follows
 	                                 * the data; never changes */
 	unsigned char data[];           /* key bytes, then value bytes */
-};
-
-/* A circular list through a sentinel: head.next is the LRU end, head.prev
- * the MRU end. */
-struct list {
-	struct entry head;
 };
 
 /* A bucket array; replaced whole when the index grows. */
@@ -127,11 +125,7 @@ struct ring {
 	alignas(CACHELINE) struct slot slot[ADMIT_LRU_RING];
 };
 
-/* Caffeine's hill-climber constants (BoundedLocalCache), not tuned here. */
-#define CLIMB_STEP_FRACTION 0.0625  /* first step: 6.25 % of capacity */
-#define CLIMB_DECAY 0.98            /* step shrinks by this per sample */
-#define CLIMB_RESTART 0.05          /* a 5-point move restarts the step */
-#define PROTECTED_PERCENT 80        /* protected share of main */
+#define PROTECTED_PERCENT 80        /* protected share of main (Caffeine) */
 
 /* Dead entries a shard collects before handing them to call_rcu at once. */
 #define LIMBO_BATCH 64
@@ -139,16 +133,17 @@ struct ring {
 
 struct shard {
 	alignas(CACHELINE) pthread_mutex_t mu;
-	struct list seg[SEG_COUNT];
-	uint64_t weight[SEG_COUNT];     /* per segment, in weight units */
+	struct admit_policy pol;        /* the lists, segments and contest */
+	struct admit_lru *c;
+	const struct entry *fresh;      /* the entry a set stores, until the
+	                                 * policy drops it */
+	unsigned config;                /* ADAPTIVE: the index in
+	                                 * admit_minisim_configs applied */
 	uint64_t entries, bytes;
 	uint64_t max_entries, max_bytes;/* 0 = no such limit */
 	uint64_t max_weight;            /* capacity in weight units */
-	uint64_t window_max, protected_max;
-	/* hill climber */
-	uint64_t sample_hits, sample_misses, sample_size;
-	double prev_rate, step;
-	struct admit_lru_stats st;      /* entries/bytes/window filled on read */
+	struct admit_lru_stats st;      /* hits and misses; the rest filled
+	                                 * on read */
 	struct admit_wheel *wheel;      /* its timed entries; NULL until the
 	                                 * first */
 	struct entry *limbo;            /* dead, waiting for a batch */
@@ -174,6 +169,15 @@ struct admit_lru {
 	_Atomic uint64_t pending;       /* callbacks queued, not yet done */
 	uint64_t (*clock)(void *);      /* NULL: the coarse one (now_of) */
 	void *clock_arg;
+	/* ADAPTIVE: the miniature simulation that picks the configuration,
+	 * behind a mutex of its own that callers only try (a sample missed
+	 * under contention costs nothing but a little evidence), and the
+	 * index of the configuration it chose, which each shard applies
+	 * under its own mutex. */
+	struct admit_minisim *sim;
+	uint64_t sim_threshold;         /* admit_minisim_threshold(sim) */
+	pthread_mutex_t sim_mu;
+	alignas(CACHELINE) _Atomic unsigned config;
 };
 
 /* Dead entries of one shard on their way to being freed. */
@@ -197,47 +201,6 @@ static inline uint64_t
 weight_of(const struct admit_lru *c, const struct entry *e)
 {
 	return c->by_bytes ? charge_of(e->klen, e->vlen) : 1;
-}
-
-static void
-list_init(struct list *l)
-{
-	l->head.next = l->head.prev = &l->head;
-}
-
-static inline struct entry *
-list_lru(struct list *l)
-{
-	return l->head.next == &l->head ? NULL : l->head.next;
-}
-
-static inline void
-list_unlink(struct entry *e)
-{
-	e->prev->next = e->next;
-	e->next->prev = e->prev;
-}
-
-static inline void
-list_push_mru(struct list *l, struct entry *e)
-{
-	e->next = &l->head;
-	e->prev = l->head.prev;
-	l->head.prev->next = e;
-	l->head.prev = e;
-}
-
-/* Moves e (already in some segment) to the MRU end of segment to. */
-static void
-seg_move(const struct admit_lru *c, struct shard *s, struct entry *e, enum seg to)
-{
-	uint64_t w = weight_of(c, e);
-
-	list_unlink(e);
-	s->weight[e->seg] -= w;
-	e->seg = to;
-	s->weight[to] += w;
-	list_push_mru(&s->seg[to], e);
 }
 
 static inline bool
@@ -470,7 +433,7 @@ retire(struct shard *s, struct entry *e)
 {
 	untime(e);
 	e->dead = true;
-	e->next = s->limbo;
+	e->limbo = s->limbo;
 	s->limbo = e;
 	s->nlimbo++;
 	s->limbo_bytes += charge_of(e->klen, e->vlen);
@@ -489,7 +452,7 @@ flush_limbo(struct admit_lru *c, struct shard *s)
 	if (!b)
 		return;
 	*b = (struct batch){ .c = c, .s = s };
-	for (struct entry *e = s->limbo; e; e = e->next)
+	for (struct entry *e = s->limbo; e; e = e->limbo)
 		b->e[b->count++] = e;
 	s->limbo = NULL;
 	s->nlimbo = 0;
@@ -498,63 +461,137 @@ flush_limbo(struct admit_lru *c, struct shard *s)
 	admit_rcu_call(&b->rcu, batch_ready);
 }
 
-/* Unlinks e from the index and its list; frees it after a grace period. */
+/* Unlinks e (already out of the policy's lists) from the index; frees it
+ * after a grace period. */
 static void
-remove_entry(const struct admit_lru *c, struct shard *s, struct entry *e)
+unindex_entry(struct shard *s, struct entry *e)
 {
 	_Atomic(struct entry *) *p;
 
 	find(index_of(s), e->hash, e->data, e->klen, &p);
 	/* relaxed load: the mutex holder's own store. */
 	admit_rcu_publish(p, atomic_load_explicit(&e->hnext, memory_order_relaxed));
-	list_unlink(e);
-	s->weight[e->seg] -= weight_of(c, e);
 	s->entries--;
 	s->bytes -= charge_of(e->klen, e->vlen);
 	retire(s, e);
 }
 
+/* Takes e out of the policy's lists and the index (delete, expiry). */
 static void
-demote_protected_overflow(const struct admit_lru *c, struct shard *s)
+remove_entry(struct shard *s, struct entry *e)
 {
-	while (s->weight[SEG_PROTECTED] > s->protected_max) {
-		struct entry *e = list_lru(&s->seg[SEG_PROTECTED]);
+	admit_policy_remove(&s->pol, &e->node);
+	unindex_entry(s, e);
+}
 
-		if (!e)
-			break;
-		seg_move(c, s, e, SEG_PROBATION);
+static inline struct entry *
+entry_of(const struct admit_policy_node *n)
+{
+	return (struct entry *)((char *)n - offsetof(struct entry, node));
+}
+
+/* ---- the policy's hooks (policy.h), with the shard's mutex held ---------- */
+
+static uint64_t
+op_weight(void *ctx, const struct admit_policy_node *n)
+{
+	const struct shard *s = ctx;
+
+	return weight_of(s->c, entry_of(n));
+}
+
+static bool
+op_over(void *ctx)
+{
+	return over_capacity(ctx);
+}
+
+/* TinyLFU's contest, on the hashes the index already holds. */
+static bool
+contest(void *ctx, const struct admit_policy_node *cand,
+        const struct admit_policy_node *victim)
+{
+	const struct shard *s = ctx;
+
+	return admit_tinylfu_admit_hash(s->c->tlfu, entry_of(cand)->hash,
+	                                entry_of(victim)->hash);
+}
+
+/* The policy dropped n for room: out of the index, freed after a grace
+ * period; a set learns that its own entry went. */
+static void
+op_drop(void *ctx, struct admit_policy_node *n, bool rejected)
+{
+	struct shard *s = ctx;
+	struct entry *e = entry_of(n);
+
+	(void)rejected;
+	if (e == s->fresh)
+		s->fresh = NULL;
+	unindex_entry(s, e);
+}
+
+static const struct admit_policy_ops shard_ops = {
+	.weight = op_weight, .over = op_over, .admit = contest, .drop = op_drop,
+};
+
+/* The policy configuration a shard starts with. */
+static struct admit_policy_config
+start_config(enum admit_lru_policy policy, unsigned window_percent)
+{
+	switch (policy) {
+	case ADMIT_LRU_PLAIN:
+		return (struct admit_policy_config){ 100, 0, false };
+	case ADMIT_LRU_TINYLFU:
+		return (struct admit_policy_config){ 0, 0, true };
+	case ADMIT_LRU_ADAPTIVE:
+		return admit_minisim_configs[ADMIT_MINISIM_START];
+	default:
+		return (struct admit_policy_config){ window_percent,
+		                                     PROTECTED_PERCENT, true };
 	}
 }
 
+/* ADAPTIVE: applies the configuration the simulation chose last, if the
+ * shard does not run it yet.  With the mutex held. */
 static void
-on_hit(const struct admit_lru *c, struct shard *s, struct entry *e)
+follow_config(const struct admit_lru *c, struct shard *s)
 {
-	if (e->seg == SEG_PROBATION && s->protected_max > 0) {
-		seg_move(c, s, e, SEG_PROTECTED);
-		demote_protected_overflow(c, s);
-	} else {
-		seg_move(c, s, e, e->seg);
+	unsigned k;
+
+	if (!c->sim)
+		return;
+	/* relaxed: an index into a constant table; a shard that reads an
+	 * older one applies the newer at its next locked call. */
+	k = atomic_load_explicit(&c->config, memory_order_relaxed);
+	if (k != s->config) {
+		s->config = k;
+		admit_policy_configure(&s->pol, &admit_minisim_configs[k]);
 	}
 }
 
-/* Main's victim: probation's LRU entry, else protected's, else the
- * window's. */
-static struct entry *
-victim_of(struct shard *s)
+static bool
+sim_admit(void *ctx, uint64_t cand, uint64_t victim)
 {
-	struct entry *v = list_lru(&s->seg[SEG_PROBATION]);
-
-	if (!v)
-		v = list_lru(&s->seg[SEG_PROTECTED]);
-	if (!v)
-		v = list_lru(&s->seg[SEG_WINDOW]);
-	return v;
+	return admit_tinylfu_admit_hash(ctx, cand, victim);
 }
 
-static inline bool
-admit(const struct admit_lru *c, const struct entry *cand, const struct entry *victim)
+/* Feeds a sampled request to the simulation, unless another thread is in
+ * it: then the sample is lost, which only thins the evidence.  w is the
+ * weight of a set, 0 for a get.  Not under a shard mutex. */
+static void
+simulate(struct admit_lru *c, uint64_t h, uint64_t w)
 {
-	return admit_tinylfu_admit_hash(c->tlfu, cand->hash, victim->hash);
+	if (!c->sim || !admit_minisim_sample(h, c->sim_threshold) ||
+	    pthread_mutex_trylock(&c->sim_mu) != 0)
+		return;
+	if (w)
+		admit_minisim_set(c->sim, h, w);
+	else
+		/* relaxed: see follow_config(). */
+		atomic_store_explicit(&c->config, admit_minisim_get(c->sim, h),
+		                      memory_order_relaxed);
+	pthread_mutex_unlock(&c->sim_mu);
 }
 
 /* One hash per request serves the index and the sketch alike. */
@@ -563,130 +600,6 @@ hash_key(const struct admit_lru *c, const void *key, size_t klen)
 {
 	return c->tlfu ? admit_tinylfu_hash(c->tlfu, key, klen)
 	               : admit_hash(key, klen, c->seed);
-}
-
-/* Removes e for room; forgets fresh when it is the one removed. */
-static void
-drop(const struct admit_lru *c, struct shard *s, struct entry *e,
-     const struct entry **fresh)
-{
-	if (e == *fresh)
-		*fresh = NULL;
-	remove_entry(c, s, e);
-}
-
-/*
- * Restores the window's and the shard's bounds after an insertion or a
- * growth.  Returns false when fresh (the entry just stored) was removed.
- */
-static bool
-evict(const struct admit_lru *c, struct shard *s, const struct entry *fresh)
-{
-	while (s->weight[SEG_WINDOW] > s->window_max) {
-		struct entry *cand = list_lru(&s->seg[SEG_WINDOW]);
-		bool won = false;
-
-		seg_move(c, s, cand, SEG_PROBATION);
-		while (over_capacity(s)) {
-			struct entry *victim = victim_of(s);
-
-			if (victim == cand) {
-				drop(c, s, cand, &fresh);
-				s->st.evicted++;
-				break;
-			}
-			if (!admit(c, cand, victim)) {
-				drop(c, s, cand, &fresh);
-				s->st.rejected++;
-				break;
-			}
-			drop(c, s, victim, &fresh);
-			s->st.evicted++;
-			won = true;
-		}
-		s->st.admitted += won;
-	}
-	/* A grown value, or a window holding everything (plain LRU). */
-	while (over_capacity(s)) {
-		drop(c, s, victim_of(s), &fresh);
-		s->st.evicted++;
-	}
-	return fresh != NULL;
-}
-
-/* Hill climbing on the window's share, once per sample of requests
- * (Caffeine's BoundedLocalCache.climb). */
-static void
-climb(const struct admit_lru *c, struct shard *s)
-{
-	uint64_t n = s->sample_hits + s->sample_misses;
-	double rate, change, amount;
-	int64_t adjust;
-
-	if (n < s->sample_size)
-		return;
-	rate = (double)s->sample_hits / (double)n;
-	change = rate - s->prev_rate;
-	amount = change >= 0 ? s->step : -s->step;
-	s->step = fabs(change) >= CLIMB_RESTART
-	          ? CLIMB_STEP_FRACTION * (double)s->max_weight * (amount >= 0 ? 1 : -1)
-	          : CLIMB_DECAY * amount;
-	s->prev_rate = rate;
-	s->sample_hits = s->sample_misses = 0;
-	adjust = (int64_t)amount;
-	if (adjust > 0) {
-		uint64_t q = (uint64_t)adjust < s->protected_max
-		             ? (uint64_t)adjust : s->protected_max;
-
-		struct entry *e;
-
-		s->protected_max -= q;
-		s->window_max += q;
-		demote_protected_overflow(c, s);
-		/* Caffeine fills the grown window at once with main's coldest
-		 * entries, so that new keys keep competing for their place. */
-		while (s->weight[SEG_WINDOW] < s->window_max &&
-		       ((e = list_lru(&s->seg[SEG_PROBATION])) ||
-		        (e = list_lru(&s->seg[SEG_PROTECTED]))) &&
-		       s->weight[SEG_WINDOW] + weight_of(c, e) <= s->window_max)
-			seg_move(c, s, e, SEG_WINDOW);
-	} else if (adjust < 0 && s->window_max > 1) {
-		uint64_t q = (uint64_t)-adjust < s->window_max - 1
-		             ? (uint64_t)-adjust : s->window_max - 1;
-		struct entry *e;
-
-		s->protected_max += q;
-		s->window_max -= q;
-		/* Caffeine moves the window's surplus to probation at once,
-		 * without a contest: the shard's size does not change. */
-		while (s->weight[SEG_WINDOW] > s->window_max &&
-		       (e = list_lru(&s->seg[SEG_WINDOW])))
-			seg_move(c, s, e, SEG_PROBATION);
-	}
-}
-
-static void
-count_request(const struct admit_lru *c, struct shard *s, bool hit)
-{
-	if (hit)
-		s->st.hits++;
-	else
-		s->st.misses++;
-	if (c->policy != ADMIT_LRU_ADAPTIVE)
-		return;
-	/* As Caffeine: no sample until the shard is half full, so warming up
-	 * is not read as a workload that favours one direction. */
-	if (s->weight[SEG_WINDOW] + s->weight[SEG_PROBATION] +
-	    s->weight[SEG_PROTECTED] < s->max_weight / 2) {
-		s->sample_hits = s->sample_misses = 0;
-		s->prev_rate = 0;
-		return;
-	}
-	if (hit)
-		s->sample_hits++;
-	else
-		s->sample_misses++;
-	climb(c, s);
 }
 
 /* ---- the ring of buffered gets ------------------------------------------ */
@@ -728,17 +641,20 @@ ring_push(struct ring *r, struct entry *e)
 
 /* What the old locked get did after finding (or not finding) its key. */
 static void
-apply(const struct admit_lru *c, struct shard *s, struct entry *e)
+apply(struct shard *s, struct entry *e)
 {
 	if (e && !e->dead)
-		on_hit(c, s, e);
-	count_request(c, s, e != NULL);
+		admit_policy_hit(&s->pol, &e->node);
+	if (e)
+		s->st.hits++;
+	else
+		s->st.misses++;
 }
 
 /* Applies the buffered gets in order, up to the first slot still being
  * written.  With the mutex held. */
 static void
-drain(const struct admit_lru *c, struct shard *s)
+drain(struct shard *s)
 {
 	struct ring *r = &s->ring;
 	uint64_t pos = r->head;
@@ -756,7 +672,7 @@ drain(const struct admit_lru *c, struct shard *s)
 		atomic_store_explicit(&sl->seq, pos + ADMIT_LRU_RING,
 		                      memory_order_release);
 		pos++;
-		apply(c, s, e);
+		apply(s, e);
 	}
 	r->head = pos;
 }
@@ -767,13 +683,14 @@ static void
 shard_lock(const struct admit_lru *c, struct shard *s)
 {
 	pthread_mutex_lock(&s->mu);
-	drain(c, s);
+	drain(s);
 	reclaim(s, false);
+	follow_config(c, s);
 }
 
 /* The entries the cache will hold: its entry capacity, or for a byte
  * capacity alone a guess of entries of 4 x the per-entry overhead.  Sizes
- * the TinyLFU sketch, the climber's sample and the default shard count. */
+ * the TinyLFU sketch and the default shard count. */
 static uint64_t
 entries_of(const struct admit_lru_config *cfg)
 {
@@ -792,39 +709,19 @@ part(uint64_t total, unsigned n, unsigned i)
 
 static enum admit_status
 shard_init(struct admit_lru *c, struct shard *s, const struct admit_lru_config *cfg,
-           unsigned i, unsigned window_percent, uint64_t sample)
+           unsigned i, unsigned window_percent)
 {
-	uint64_t main;
+	struct admit_policy_config pc = start_config(c->policy, window_percent);
 	size_t nbuckets;
 	struct index *ix;
 
+	s->c = c;
 	s->max_entries = part(cfg->capacity, c->nshards, i);
 	s->max_bytes = part(cfg->capacity_bytes, c->nshards, i);
 	s->max_weight = c->by_bytes ? s->max_bytes : s->max_entries;
-	for (int k = 0; k < SEG_COUNT; k++)
-		list_init(&s->seg[k]);
-	switch (c->policy) {
-	case ADMIT_LRU_PLAIN:
-		s->window_max = UINT64_MAX;
-		s->protected_max = 0;
-		break;
-	case ADMIT_LRU_TINYLFU:
-		s->window_max = 0;
-		s->protected_max = 0;
-		break;
-	default:
-		/* Caffeine: window = max - floor(99 % of max); protected =
-		 * floor(80 % of main). */
-		s->window_max = s->max_weight -
-		                s->max_weight / 100 * (100 - window_percent) -
-		                s->max_weight % 100 * (100 - window_percent) / 100;
-		main = s->max_weight - s->window_max;
-		s->protected_max = main / 100 * PROTECTED_PERCENT +
-		                   main % 100 * PROTECTED_PERCENT / 100;
-		break;
-	}
-	s->sample_size = part(sample, c->nshards, i);
-	s->step = -CLIMB_STEP_FRACTION * (double)s->max_weight;
+	s->config = ADMIT_MINISIM_START;
+	admit_policy_init(&s->pol, &shard_ops, s, s->max_weight, !c->by_bytes,
+	                  &pc);
 	for (uint64_t k = 0; k < ADMIT_LRU_RING; k++)
 		atomic_init(&s->ring.slot[k].seq, k);
 	for (nbuckets = 64; nbuckets < s->max_entries && nbuckets < ((size_t)1 << 30); )
@@ -846,14 +743,16 @@ shard_destroy(struct shard *s)
 {
 	struct entry *e, *next;
 
-	for (int k = 0; k < SEG_COUNT; k++) {
-		for (e = s->seg[k].head.next; e != &s->seg[k].head; e = next) {
-			next = e->next;
-			admit_free(e);
+	for (int k = 0; k < ADMIT_SEG_COUNT; k++) {
+		struct admit_policy_node *n, *nn, *h = &s->pol.seg[k];
+
+		for (n = h->next; n != h; n = nn) {
+			nn = n->next;
+			admit_free(entry_of(n));
 		}
 	}
 	for (e = s->limbo; e; e = next) {
-		next = e->next;
+		next = e->limbo;
 		admit_free(e);
 	}
 	reclaim(s, true);
@@ -868,7 +767,6 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 	struct admit_lru *c = NULL;
 	enum admit_status st = ADMIT_NOMEM;
 	unsigned nshards, window_percent, ready = 0;
-	uint64_t sample = 0;            /* the climber's; only ADAPTIVE climbs */
 
 	if (!cfg || !out || (cfg->capacity == 0 && cfg->capacity_bytes == 0) ||
 	    cfg->capacity > ADMIT_LRU_MAX_CAPACITY ||
@@ -902,7 +800,6 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 	c->clock_arg = cfg->clock_arg;
 	if (c->policy != ADMIT_LRU_PLAIN) {
 		struct admit_tinylfu_config tc = { 0 };
-		struct admit_tinylfu_stats ts;
 
 		if (cfg->tinylfu)
 			tc = *cfg->tinylfu;
@@ -912,17 +809,28 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 		if (st != ADMIT_OK)
 			goto out;
 		st = ADMIT_NOMEM;
-		/* As in Caffeine, the window moves once per period of the
-		 * sketch's aging, whatever set that period. */
-		admit_tinylfu_stats(c->tlfu, &ts);
-		sample = ts.sample_size;
+	}
+	atomic_init(&c->config, ADMIT_MINISIM_START);
+	if (c->policy == ADMIT_LRU_ADAPTIVE) {
+		/* The simulation is of the whole cache, unsharded: the
+		 * configuration it picks is applied to every shard. */
+		c->sim = admit_minisim_new(c->by_bytes ? cfg->capacity_bytes
+		                                       : cfg->capacity,
+		                           entries_of(cfg), sim_admit, c->tlfu);
+		if (!c->sim)
+			goto out;
+		c->sim_threshold = admit_minisim_threshold(c->sim);
+		if (pthread_mutex_init(&c->sim_mu, NULL) != 0) {
+			admit_minisim_free(c->sim);
+			c->sim = NULL;
+			goto out;
+		}
 	}
 	c->shards = admit_table_alloc(sizeof(*c->shards) * nshards);
 	if (!c->shards)
 		goto out;
 	for (; ready < nshards; ready++) {
-		st = shard_init(c, &c->shards[ready], cfg, ready, window_percent,
-		                sample);
+		st = shard_init(c, &c->shards[ready], cfg, ready, window_percent);
 		if (st != ADMIT_OK)
 			goto out;
 	}
@@ -935,6 +843,10 @@ out:
 		if (c->shards)
 			admit_table_free(c->shards, sizeof(*c->shards) * nshards);
 		admit_tinylfu_free(c->tlfu);
+		if (c->sim) {
+			admit_minisim_free(c->sim);
+			pthread_mutex_destroy(&c->sim_mu);
+		}
 		admit_free(c);
 	}
 	return st;
@@ -952,6 +864,10 @@ admit_lru_free(struct admit_lru *c)
 		shard_destroy(&c->shards[i]);
 	admit_table_free(c->shards, sizeof(*c->shards) * c->nshards);
 	admit_tinylfu_free(c->tlfu);
+	if (c->sim) {
+		admit_minisim_free(c->sim);
+		pthread_mutex_destroy(&c->sim_mu);
+	}
 	admit_free(c);
 }
 
@@ -982,10 +898,11 @@ admit_lru_get_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	 * of an entry ending before the grace period does. */
 	if (!ring_push(&s->ring, e)) {
 		shard_lock(c, s);
-		apply(c, s, e);
+		apply(s, e);
 		pthread_mutex_unlock(&s->mu);
 	}
 	admit_rcu_read_unlock();
+	simulate(c, h, 0);
 	if (!e)
 		return ADMIT_NOTFOUND;
 	if (c->tlfu)
@@ -1027,6 +944,10 @@ admit_lru_set_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	/* Before the contest, so the candidate's own request counts. */
 	if (c->tlfu)
 		admit_tinylfu_record_hash(c->tlfu, h);
+	/* The weight, for byte capacities; and a key a mini cache turned
+	 * away at the get that missed gets a second contest there, as the
+	 * measured constants assume (doc/hit-ratio.md). */
+	simulate(c, h, c->by_bytes ? charge_of(klen, vlen) : 1);
 
 	shard_lock(c, s);
 	expire_due(c, s);
@@ -1055,27 +976,24 @@ set_locked(struct admit_lru *c, struct shard *s, struct entry *e,
 		atomic_init(&e->hnext, atomic_load_explicit(&old->hnext,
 		                                            memory_order_relaxed));
 		admit_rcu_publish(p, e);
-		e->seg = old->seg;
-		e->prev = old->prev;
-		e->next = old->next;
-		e->prev->next = e;
-		e->next->prev = e;
-		s->weight[e->seg] += weight_of(c, e);
-		s->weight[e->seg] -= weight_of(c, old);
+		admit_policy_replace(&s->pol, &old->node, &e->node);
 		s->bytes += charge_of(klen, vlen);
 		s->bytes -= charge_of(old->klen, old->vlen);
 		retire(s, old);
-		on_hit(c, s, e);
+		s->fresh = e;
+		admit_policy_hit(&s->pol, &e->node);
+		/* A grown value may put the shard over capacity. */
+		admit_policy_evict(&s->pol);
 	} else {
 		atomic_init(&e->hnext, NULL);
 		admit_rcu_publish(p, e);
-		e->seg = SEG_WINDOW;
-		s->weight[SEG_WINDOW] += weight_of(c, e);
-		list_push_mru(&s->seg[SEG_WINDOW], e);
 		s->entries++;
 		s->bytes += charge_of(klen, vlen);
+		s->fresh = e;
+		admit_policy_insert(&s->pol, &e->node);
 	}
-	kept = evict(c, s, e);
+	kept = s->fresh != NULL;
+	s->fresh = NULL;
 	maybe_grow(c, s);
 	flush_limbo(c, s);
 	return kept;
@@ -1094,7 +1012,7 @@ admit_lru_delete_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	shard_lock(c, s);
 	e = find_live(c, s, h, key, klen, NULL);
 	if (e) {
-		remove_entry(c, s, e);
+		remove_entry(s, e);
 		flush_limbo(c, s);
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -1115,14 +1033,13 @@ admit_lru_stats(struct admit_lru *c, struct admit_lru_stats *out)
 		expire_due(c, s);
 		sum.hits += s->st.hits;
 		sum.misses += s->st.misses;
-		sum.admitted += s->st.admitted;
-		sum.rejected += s->st.rejected;
-		sum.evicted += s->st.evicted;
+		sum.admitted += s->pol.admitted;
+		sum.rejected += s->pol.rejected;
+		sum.evicted += s->pol.evicted;
 		sum.expired += s->st.expired;
 		sum.entries += s->entries;
 		sum.bytes += s->bytes;
-		sum.window += s->window_max == UINT64_MAX ? s->max_weight
-		                                          : s->window_max;
+		sum.window += admit_policy_window(&s->pol);
 		pthread_mutex_unlock(&s->mu);
 	}
 	if (c->tlfu) {
@@ -1131,6 +1048,12 @@ admit_lru_stats(struct admit_lru *c, struct admit_lru_stats *out)
 		admit_tinylfu_stats(c->tlfu, &ts);
 		sum.filter_entries = ts.freq_entries;
 		sum.filter_slots = ts.freq_slots;
+	}
+	if (c->sim) {
+		pthread_mutex_lock(&c->sim_mu);
+		sum.sim_bytes = admit_minisim_bytes(c->sim);
+		sum.sim_switches = admit_minisim_switches(c->sim);
+		pthread_mutex_unlock(&c->sim_mu);
 	}
 	*out = sum;
 	return ADMIT_OK;
@@ -1150,9 +1073,9 @@ admit_test_lru_hold(struct admit_lru *c, const void *key, size_t klen, bool hold
 /* ==== For embedders (issue 16): peek, get_with, expiry, compute, hashed ====
  *
  * Built on the internals above (lookup, find, the ring, set_locked,
- * remove_entry) and touching none of the policy: what an access does to
- * the lists and counters is apply()'s, on_hit()'s and count_request()'s, as
- * for get and set.  The edits above are the hooks: an expiry check in get,
+ * remove_entry, simulate) and touching none of the policy core: an access
+ * does to the lists and counters what apply() and set_locked() do, as for
+ * get and set.  The edits above are the hooks: an expiry check in get,
  * find_live() and expire_due() in set and delete, untime() in retire().
  */
 
@@ -1191,7 +1114,7 @@ note_access(struct admit_lru *c, struct shard *s, struct entry *e)
 {
 	if (!ring_push(&s->ring, e)) {
 		shard_lock(c, s);
-		apply(c, s, e);
+		apply(s, e);
 		pthread_mutex_unlock(&s->mu);
 	}
 }
@@ -1214,6 +1137,7 @@ admit_lru_get_with_hashed(struct admit_lru *c, uint64_t h, const void *key,
 		fn(e->vlen ? e->data + e->klen : NULL, e->vlen, arg);
 	note_access(c, s, e);
 	admit_rcu_read_unlock();
+	simulate(c, h, 0);
 	if (!e)
 		return ADMIT_NOTFOUND;
 	if (c->tlfu)
@@ -1294,7 +1218,7 @@ expire_one(struct admit_timer *t, void *arg)
 {
 	struct expiry *x = arg;
 
-	remove_entry(x->c, x->s, caa_container_of(t, struct lru_timer, t)->e);
+	remove_entry(x->s, caa_container_of(t, struct lru_timer, t)->e);
 	x->s->st.expired++;
 }
 
@@ -1318,7 +1242,7 @@ find_live(struct admit_lru *c, struct shard *s, uint64_t h, const void *key,
 	struct entry *e = find(index_of(s), h, key, klen, where);
 
 	if (e && expired(c, e)) {
-		remove_entry(c, s, e);
+		remove_entry(s, e);
 		s->st.expired++;
 		e = find(index_of(s), h, key, klen, where);
 	}
@@ -1397,6 +1321,7 @@ admit_lru_set_expiring_hashed(struct admit_lru *c, uint64_t h, const void *key,
 		return ADMIT_NOMEM;
 	if (vlen)
 		memcpy(e->data + klen, value, vlen);
+	simulate(c, h, c->by_bytes ? charge_of(klen, vlen) : 1);  /* as a set */
 	shard_lock(c, s);
 	/* The wheel is advanced before e joins it: advancing may remove what
 	 * is due, and e, not yet in the index or a list, must not be (its
@@ -1518,7 +1443,7 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	 * order of a get then a set (a miss is counted before the insertion,
 	 * a hit after its move). */
 	if (!old)
-		count_request(c, s, false);
+		s->st.misses++;
 	if (c->tlfu && (old || (v == ADMIT_LRU_STORE && u.st == ADMIT_OK)))
 		admit_tinylfu_record_hash(c->tlfu, h);
 	if (v == ADMIT_LRU_STORE && u.st == ADMIT_OK) {
@@ -1527,19 +1452,20 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 		u.e = NULL;
 	} else if (v == ADMIT_LRU_REMOVE) {
 		if (old) {
-			remove_entry(c, s, old);
+			remove_entry(s, old);
 			flush_limbo(c, s);
 		}
 	} else {
 		if (v != ADMIT_LRU_KEEP)
 			st = v == ADMIT_LRU_STORE ? u.st : ADMIT_EINVAL;
 		if (old)
-			on_hit(c, s, old);
+			admit_policy_hit(&s->pol, &old->node);
 	}
 	if (old)
-		count_request(c, s, true);
+		s->st.hits++;
 	pthread_mutex_unlock(&s->mu);
 	admit_free(u.e);
+	simulate(c, h, 0);  /* one access: the mini caches see a get */
 	return st;
 }
 

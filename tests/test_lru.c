@@ -378,19 +378,14 @@ START_TEST(test_empty_key_and_value)
 }
 END_TEST
 
-/* The hill climber moves the window away from its initial 1 %, and keeps
- * it within the capacity.  It moves once per TinyLFU sample: 10 x the
- * capacity by default (run 0), tinylfu.sample_size when set (run 1: longer
- * than the test, so it never moves). */
+/* The miniature simulation moves adaptive's window away from its initial
+ * 1 % (run 0) and keeps it within the capacity; wtinylfu's stays (run 1). */
 START_TEST(test_window_adapts)
 {
 	enum { CAP = 500 };
-	static const struct admit_tinylfu_config long_sample = {
-		.sample_size = 200000,
-	};
 	struct admit_lru_config cfg = {
-		.capacity = CAP, .policy = ADMIT_LRU_ADAPTIVE, .shards = 1,
-		.seed = SEED, .tinylfu = _i ? &long_sample : NULL,
+		.capacity = CAP, .shards = 1, .seed = SEED,
+		.policy = _i ? ADMIT_LRU_WTINYLFU : ADMIT_LRU_ADAPTIVE,
 	};
 	struct admit_lru *c;
 	struct admit_lru_stats st;
@@ -415,12 +410,16 @@ START_TEST(test_window_adapts)
 			hi = st.window > hi ? st.window : hi;
 		}
 	}
+	admit_lru_stats(c, &st);
 	if (_i) {
 		ck_assert_uint_eq(lo, first);
 		ck_assert_uint_eq(hi, first);
+		ck_assert_uint_eq(st.sim_bytes, 0);
 	} else {
 		ck_assert_msg(lo != first || hi != first, "window stayed at %llu",
 		              (unsigned long long)first);
+		ck_assert_uint_gt(st.sim_switches, 0);
+		ck_assert_uint_gt(st.sim_bytes, 0);
 	}
 	ck_assert_uint_ge(lo, 1);
 	ck_assert_uint_le(hi, CAP);

@@ -20,13 +20,13 @@
  * another pattern (zigzag, scan-repeat, scan-hot, zipf).
  *
  * The admission policies draw on their seed (hashing, the random admission
- * of a warm candidate), and the adaptive window's hill climber amplifies
- * small differences: --seeds N replays each with N seeds and reports the
- * median.  --sample-factor changes TinyLFU's aging period (also the
- * climber's sample) and --no-random-admit turns TinyLFU's random admission
- * off, to show what each costs.  --write-trace writes the requests (of the
- * TRACE or the workload) to FILE as a LIRS trace and replays nothing, so
- * another simulator (tools/wtinylfu_model.py) can read the very same keys.
+ * of a warm candidate), and adaptive's choice of configuration can turn
+ * small differences into another path: --seeds N replays each with N seeds
+ * and reports the median.  --sample-factor changes TinyLFU's aging period
+ * and --no-random-admit turns TinyLFU's random admission off, to show what
+ * each costs.  --write-trace writes the requests (of the TRACE or the
+ * workload) to FILE as a LIRS trace and replays nothing, so another
+ * simulator (tools/wtinylfu_model.py) can read the very same keys.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -111,7 +111,7 @@ usage(FILE *f)
 	        "--window sets wtinylfu's fixed window (default 1 %%); --shards and --threads\n"
 	        "show what sharding and concurrency cost in hit ratio.  --seeds N reports the\n"
 	        "median of N replays, with seeds S, S+1, ... (S = --seed, default 42).\n"
-	        "--sample-factor K ages TinyLFU, and moves adaptive's window, every K x size\n"
+	        "--sample-factor K ages TinyLFU every K x size\n"
 	        "records (default 10); --no-random-admit turns off TinyLFU's random\n"
 	        "admission of warm candidates.\n"
 	        "--write-trace FILE writes the requests, one signed decimal key a line (LIRS\n"

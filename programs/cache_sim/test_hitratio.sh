@@ -101,8 +101,8 @@ loop.trace.gz 1000 opt eq 98.71
 scarab-recs.trace.xz 100000 lru eq 75.91
 scarab-recs.trace.xz 100000 opt eq 79.25
 P3.lis.gz 32768 lru eq 3.57
-OLTP.lis.gz 250 adaptive short 24.23 22.91
-OLTP.lis.gz 500 adaptive short 33.20 31.64
+OLTP.lis.gz 250 adaptive ge 24.23
+OLTP.lis.gz 500 adaptive ge 33.20
 OLTP.lis.gz 750 adaptive ge 36.61
 OLTP.lis.gz 1000 adaptive ge 39.45
 OLTP.lis.gz 1250 adaptive ge 41.83
@@ -118,7 +118,7 @@ gli.trace.gz 1500 adaptive short opt-3 52.55
 gli.trace.gz 1750 adaptive ge opt-3
 gli.trace.gz 2000 adaptive ge opt-3
 gli.trace.gz 2000 adaptive ge 56.91
-loop.trace.gz 250 adaptive short opt-3 18.69
+loop.trace.gz 250 adaptive ge opt-3
 loop.trace.gz 500 adaptive short opt-3 40.14
 loop.trace.gz 750 adaptive short opt-3 63.06
 loop.trace.gz 1000 adaptive short opt-3 88.15
@@ -126,7 +126,7 @@ loop.trace.gz 250 adaptive-frozen ge opt-3
 loop.trace.gz 500 adaptive-frozen ge opt-3
 loop.trace.gz 750 adaptive-frozen ge opt-3
 loop.trace.gz 1000 adaptive-frozen ge opt-3
-scarab-recs.trace.xz 100000 adaptive short 75.41 71.29
+scarab-recs.trace.xz 100000 adaptive ge 75.41
 P3.lis.gz 32768 adaptive ge 16.62
 P3.lis.gz 32768 tinylfu ge lru-1
 builtin 10000 tinylfu ge lru
@@ -224,3 +224,77 @@ END {
 	printf "hit-ratio goals: %d rules, %d failed, %d known shortfalls\n", n, bad, short
 	exit bad > 0
 }' "$tmp/out.csv"
+goals=$?
+
+# ---- issue 12: adaptive against lru and the best of the eleven peers ----
+# On every point of ../shared/peers.csv, adaptive (median of 5 seeds) must
+# be at least lru - 0.5 (no exception), and within 1 point of the best
+# peer there, except at the known shortfalls listed below, each with a
+# regression floor 1 point under its figure when it was written
+# (doc/hit-ratio.md says why each falls short).  Two traces at a time.
+peers="$top_srcdir/../shared/peers.csv"
+cat >"$tmp/floors" <<'EOF'
+loop.trace.gz 250 21.78
+loop.trace.gz 500 40.96
+loop.trace.gz 750 66.83
+loop.trace.gz 1000 87.53
+multi1.trace.gz 250 47.05
+multi1.trace.gz 500 50.94
+multi1.trace.gz 1500 78.35
+multi2.trace.gz 500 47.50
+multi2.trace.gz 1250 58.32
+multi2.trace.gz 1500 61.98
+multi2.trace.gz 1750 65.15
+multi2.trace.gz 2000 67.48
+multi3.trace.gz 750 45.03
+multi3.trace.gz 1250 51.66
+multi3.trace.gz 1500 54.28
+multi3.trace.gz 1750 57.58
+multi3.trace.gz 2000 59.45
+orm-night.trace.xz 1000 66.76
+scan.trace.gz 500 20.30
+scan.trace.gz 1000 43.74
+EOF
+peer_run() { # trace: lru once, adaptive with 5 seeds, into $tmp/p.TRACE
+	sizes=$(awk -F, -v t="$1" 'NR > 1 && $1 == t { print $2 }' "$peers" |
+		sort -nu | paste -sd, -)
+	case $1 in
+	orm-night.* | web12.*) fmt=i32be ;;
+	scarab-recs.*) fmt=i64be ;;
+	*) fmt=auto ;;
+	esac
+	{ "$sim" --csv --format $fmt --sizes "$sizes" --policies lru "$traces/$1" &&
+	  "$sim" --csv --format $fmt --sizes "$sizes" --policies adaptive \
+		--seeds 5 "$traces/$1"; } >"$tmp/p.$1" 2>"$tmp/perr.$1" ||
+		echo "FAIL cache_sim --sizes $sizes $1: $(cat "$tmp/perr.$1")" >"$tmp/p.$1"
+}
+if [ -f "$peers" ]; then
+	n=0
+	for t in $(awk -F, 'NR > 1 { print $1 }' "$peers" | sort -u); do
+		peer_run "$t" &
+		n=$((n + 1))
+		[ $((n % 2)) -eq 0 ] && wait
+	done
+	wait
+	cat "$tmp"/p.* | grep '^FAIL' && exit 1
+	cat "$tmp"/p.* | grep -v '^trace,' >"$tmp/peer_rows.csv"
+	awk -F, -v floors="$tmp/floors" -v rows="$tmp/peer_rows.csv" '
+	FILENAME == floors { split($0, f, " "); fl[f[1] "," f[2]] = f[3]; next }
+	FILENAME == rows { got[$1 "," $2 "," $3] = $6; next }
+	FNR > 1 { k = $1 "," $2; if (!(k in best) || $4 + 0 > best[k]) { best[k] = $4 + 0; who[k] = $3 } }
+	END {
+		for (k in best) {
+			split(k, p, ","); n++
+			a = got[p[1] ",adaptive," p[2]]; l = got[p[1] ",lru," p[2]]
+			if (a == "" || l == "") { printf "FAIL %s at %s: no result\n", p[1], p[2]; bad++; continue }
+			if (a < l - 0.5) { printf "FAIL %s at %s: adaptive %.2f below lru %.2f - 0.5\n", p[1], p[2], a, l; bad++ }
+			if (a >= best[k] - 1) { within++; if (k in fl) printf "note %s at %s: %.2f now within 1 of %s %.2f; drop its floor\n", p[1], p[2], a, who[k], best[k]; continue }
+			if (!(k in fl)) { printf "FAIL %s at %s: adaptive %.2f, more than 1 below %s %.2f\n", p[1], p[2], a, who[k], best[k]; bad++; continue }
+			printf "SHORT %s at %s: adaptive %.2f, %s %.2f (floor %.2f)\n", p[1], p[2], a, who[k], best[k], fl[k]
+			if (a < fl[k]) { printf "FAIL %s at %s: %.2f under its floor %.2f\n", p[1], p[2], a, fl[k]; bad++ }
+		}
+		printf "peers.csv goals: %d points, %d within 1 of the best peer, %d failed\n", n, within, bad
+		exit bad > 0 || n == 0
+	}' "$tmp/floors" "$tmp/peer_rows.csv" "$peers" || goals=1
+fi
+exit $goals

@@ -1,0 +1,106 @@
+/*
+ * minisim.h - choosing a policy configuration by miniature simulation
+ * (Waldspurger, Saemundsson, Ahmad, Park, "Cache Modeling and Optimization
+ * using Miniature Simulations", USENIX ATC 2017), with SHARDS' spatial
+ * sampling (Waldspurger et al., FAST 2015): a few small caches, each
+ * running the policy core (policy.h) with another configuration on the
+ * requests whose key hash falls in a fixed sample, score their hits; the
+ * real cache takes the configuration of the one that hit most, with
+ * hysteresis.  Internal: never installed, not exported.
+ *
+ * Thread-safety: none; the owner serialises calls (admit_lru: a mutex of
+ * its own, taken with trylock so a get never waits for it).
+ */
+#ifndef ADMIT_MINISIM_H
+#define ADMIT_MINISIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy.h"
+
+/* Mini caches, one per configuration of admit_minisim_configs. */
+#define ADMIT_MINISIM_N 8
+/* Index of the configuration a cache starts with (1 % window, admission:
+ * W-TinyLFU's default). */
+#define ADMIT_MINISIM_START 1
+
+extern const struct admit_policy_config admit_minisim_configs[ADMIT_MINISIM_N];
+
+/* The contest the mini caches run: the real cache's (TinyLFU). */
+typedef bool (*admit_minisim_admit_fn)(void *ctx, uint64_t cand_hash,
+                                       uint64_t victim_hash);
+
+struct admit_minisim;
+
+/*
+ * A simulator for a cache of capacity max_weight weight units holding
+ * about entries entries (equal unless weights are bytes).  Sample rate 1
+ * up to ADMIT_MINISIM_MAX_ENTRIES entries; above, each mini cache holds
+ * about that many (bounded memory: admit_minisim_bytes).  NULL when out of
+ * memory or max_weight or entries is 0.
+ */
+struct admit_minisim *admit_minisim_new(uint64_t max_weight, uint64_t entries,
+                                        admit_minisim_admit_fn admit,
+                                        void *admit_ctx);
+void admit_minisim_free(struct admit_minisim *m);
+
+/* Whether requests for hash h are simulated (no state touched: callers
+ * test it before taking the simulator's lock). */
+bool admit_minisim_sampled(const struct admit_minisim *m, uint64_t h);
+
+/* The same test inline, for a caller that keeps the threshold. */
+uint64_t admit_minisim_threshold(const struct admit_minisim *m);
+
+static inline bool
+admit_minisim_sample(uint64_t h, uint64_t threshold)
+{
+	if (threshold == UINT64_MAX)
+		return true;
+	/* splitmix64's finaliser: the bits that pick shards and buckets
+	 * do not pick the sample too. */
+	h ^= h >> 31;
+	h *= 0x7fb5d329728ea185ull;
+	h ^= h >> 27;
+	h *= 0x81dadef4bc2dd44dull;
+	h ^= h >> 33;
+	return h < threshold;
+}
+
+/* A get of a sampled key: each mini cache counts a hit or a miss.  Ends a
+ * period every so many gets; returns the configuration index to use now
+ * (unchanged but at a period's end). */
+unsigned admit_minisim_get(struct admit_minisim *m, uint64_t h);
+
+/* A set of a sampled key of weight w: stored in each mini cache (a new key
+ * through its policy's admission, a present one counts as a hit). */
+void admit_minisim_set(struct admit_minisim *m, uint64_t h, uint64_t w);
+
+/* The chosen configuration's index. */
+unsigned admit_minisim_current(const struct admit_minisim *m);
+
+/* How many times the chosen configuration changed. */
+uint64_t admit_minisim_switches(const struct admit_minisim *m);
+
+/* Bytes the simulator allocated. */
+size_t admit_minisim_bytes(const struct admit_minisim *m);
+
+/* Entries each mini cache may hold, at most. */
+#define ADMIT_MINISIM_MAX_ENTRIES 2048u
+
+/* Tuning, exposed for the tests: decay of the scores per period, the
+ * margin in hit ratio the best must beat the current by, the period in
+ * sampled gets per entry of a mini cache (at least 1000 gets).  Chosen by
+ * a sweep (period 1, 3, 10; decay 0.8, 0.9; margin 0.25, 0.5, 1 point) on
+ * half of the shared traces (gli, loop, multi1-3, sprite, 2_pools, scan),
+ * checked on the other half (OLTP, P3, gcc, swim, orm-night, web12,
+ * scarab-recs): doc/hit-ratio.md. */
+#define ADMIT_MINISIM_DECAY 0.9
+#define ADMIT_MINISIM_HYSTERESIS 0.005
+#define ADMIT_MINISIM_PERIOD 1u
+
+/* For tests: the decayed hit ratio of mini cache i. */
+double admit_minisim_score(const struct admit_minisim *m, unsigned i);
+
+#endif /* ADMIT_MINISIM_H */

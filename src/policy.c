@@ -1,0 +1,304 @@
+/*
+ * policy.c - the window / probation / protected policy of one shard (see
+ * policy.h).  New keys enter the window at its MRU end.  Whatever
+ * overflows the window moves to the MRU end of probation; while the owner
+ * is over capacity, that candidate is judged against main's victim
+ * (probation's LRU entry, else protected's) and the loser leaves.  A hit in
+ * probation promotes to protected; protected's overflow is demoted back to
+ * probation.  Plain LRU is a window of everything; LRU + TinyLFU a window
+ * of 0 and no protected segment.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "policy.h"
+
+static inline void
+node_unlink(struct admit_policy_node *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+}
+
+static inline void
+push_mru(struct admit_policy_node *head, struct admit_policy_node *n)
+{
+	n->next = head;
+	n->prev = head->prev;
+	head->prev->next = n;
+	head->prev = n;
+}
+
+static inline struct admit_policy_node *
+lru_of(struct admit_policy *p, enum admit_policy_seg k)
+{
+	struct admit_policy_node *h = &p->seg[k];
+
+	return h->next == h ? NULL : h->next;
+}
+
+static inline uint64_t
+weight_of(struct admit_policy *p, const struct admit_policy_node *n)
+{
+	return p->unit_weight ? 1 : p->ops->weight(p->ctx, n);
+}
+
+static void
+add(struct admit_policy *p, struct admit_policy_node *n, enum admit_policy_seg k)
+{
+	n->seg = (uint8_t)k;
+	p->weight[k] += weight_of(p, n);
+	p->count[k]++;
+	push_mru(&p->seg[k], n);
+}
+
+static void
+take(struct admit_policy *p, struct admit_policy_node *n)
+{
+	node_unlink(n);
+	p->weight[n->seg] -= weight_of(p, n);
+	p->count[n->seg]--;
+}
+
+/* Moves n to the MRU end of segment k. */
+static void
+move(struct admit_policy *p, struct admit_policy_node *n, enum admit_policy_seg k)
+{
+	take(p, n);
+	add(p, n, k);
+}
+
+/* Debug builds check the invariants after every change: the walk of every
+ * list while the policy is small (the unit tests) and every 4096th change
+ * otherwise, so a debug cache_sim stays usable; the bounds every time. */
+static void
+debug_check(struct admit_policy *p)
+{
+#if ADMIT_DEBUG
+	static _Thread_local unsigned calls;
+	uint64_t n = p->count[0] + p->count[1] + p->count[2];
+
+	if (n <= 64 || (++calls & 4095) == 0) {
+		admit_policy_check(p);
+	} else if (p->weight[ADMIT_SEG_PROTECTED] > p->protected_max) {
+		fprintf(stderr, "admit_policy_check: protected over its bound\n");
+		abort();
+	}
+#else
+	(void)p;
+#endif
+}
+
+static void
+set_bounds(struct admit_policy *p)
+{
+	uint64_t max = p->max_weight, main;
+	unsigned w = p->cfg.window_percent, q = p->cfg.protected_percent;
+
+	if (w >= 100) {
+		p->window_max = UINT64_MAX;
+		p->protected_max = 0;
+		return;
+	}
+	/* Caffeine: window = max - floor((100 - w) % of max), so that 1 %
+	 * of a small cache is still one entry; protected = floor(q % of
+	 * main).  Split to avoid overflow for byte capacities. */
+	p->window_max = max - (max / 100 * (100 - w) + max % 100 * (100 - w) / 100);
+	main = max - p->window_max;
+	p->protected_max = main / 100 * q + main % 100 * q / 100;
+}
+
+void
+admit_policy_init(struct admit_policy *p, const struct admit_policy_ops *ops,
+                  void *ctx, uint64_t max_weight, bool unit_weight,
+                  const struct admit_policy_config *cfg)
+{
+	*p = (struct admit_policy){ .ops = ops, .ctx = ctx,
+	                            .max_weight = max_weight, .cfg = *cfg,
+	                            .unit_weight = unit_weight };
+	for (int k = 0; k < ADMIT_SEG_COUNT; k++)
+		p->seg[k].next = p->seg[k].prev = &p->seg[k];
+	set_bounds(p);
+}
+
+static void
+demote_protected_overflow(struct admit_policy *p)
+{
+	struct admit_policy_node *n;
+
+	while (p->weight[ADMIT_SEG_PROTECTED] > p->protected_max &&
+	       (n = lru_of(p, ADMIT_SEG_PROTECTED)))
+		move(p, n, ADMIT_SEG_PROBATION);
+}
+
+void
+admit_policy_configure(struct admit_policy *p, const struct admit_policy_config *cfg)
+{
+	struct admit_policy_node *n;
+
+	p->cfg = *cfg;
+	set_bounds(p);
+	demote_protected_overflow(p);
+	/* A shrunk window hands its surplus to probation without a contest:
+	 * the owner's size does not change (Caffeine does the same). */
+	while (p->weight[ADMIT_SEG_WINDOW] > p->window_max &&
+	       (n = lru_of(p, ADMIT_SEG_WINDOW)))
+		move(p, n, ADMIT_SEG_PROBATION);
+	/* A grown window is filled at once with main's coldest entries, so
+	 * that new keys keep competing for their place (Caffeine). */
+	while (p->weight[ADMIT_SEG_WINDOW] < p->window_max &&
+	       ((n = lru_of(p, ADMIT_SEG_PROBATION)) ||
+	        (n = lru_of(p, ADMIT_SEG_PROTECTED))) &&
+	       p->weight[ADMIT_SEG_WINDOW] + weight_of(p, n) <= p->window_max)
+		move(p, n, ADMIT_SEG_WINDOW);
+	debug_check(p);
+}
+
+void
+admit_policy_insert(struct admit_policy *p, struct admit_policy_node *n)
+{
+	add(p, n, ADMIT_SEG_WINDOW);
+	admit_policy_evict(p);
+}
+
+void
+admit_policy_hit(struct admit_policy *p, struct admit_policy_node *n)
+{
+	if (n->seg == ADMIT_SEG_PROBATION && p->protected_max > 0) {
+		move(p, n, ADMIT_SEG_PROTECTED);
+		demote_protected_overflow(p);
+	} else {
+		move(p, n, (enum admit_policy_seg)n->seg);
+		/* A replaced entry may have grown in protected. */
+		demote_protected_overflow(p);
+	}
+	debug_check(p);
+}
+
+void
+admit_policy_replace(struct admit_policy *p, struct admit_policy_node *old,
+                     struct admit_policy_node *n)
+{
+	enum admit_policy_seg k = (enum admit_policy_seg)old->seg;
+
+	p->weight[k] -= weight_of(p, old);
+	p->weight[k] += weight_of(p, n);
+	n->seg = (uint8_t)k;
+	n->prev = old->prev;
+	n->next = old->next;
+	n->prev->next = n;
+	n->next->prev = n;
+}
+
+void
+admit_policy_remove(struct admit_policy *p, struct admit_policy_node *n)
+{
+	take(p, n);
+	debug_check(p);
+}
+
+/* Main's victim: probation's LRU entry, else protected's, else the
+ * window's. */
+static struct admit_policy_node *
+victim_of(struct admit_policy *p)
+{
+	struct admit_policy_node *v = lru_of(p, ADMIT_SEG_PROBATION);
+
+	if (!v)
+		v = lru_of(p, ADMIT_SEG_PROTECTED);
+	if (!v)
+		v = lru_of(p, ADMIT_SEG_WINDOW);
+	return v;
+}
+
+static void
+drop(struct admit_policy *p, struct admit_policy_node *n, bool rejected)
+{
+	take(p, n);
+	p->ops->drop(p->ctx, n, rejected);
+}
+
+void
+admit_policy_evict(struct admit_policy *p)
+{
+	struct admit_policy_node *cand, *victim;
+
+	while (p->weight[ADMIT_SEG_WINDOW] > p->window_max &&
+	       (cand = lru_of(p, ADMIT_SEG_WINDOW))) {
+		bool won = false;
+
+		move(p, cand, ADMIT_SEG_PROBATION);
+		while (p->ops->over(p->ctx)) {
+			victim = victim_of(p);
+			if (victim == cand) {
+				drop(p, cand, false);
+				p->evicted++;
+				break;
+			}
+			if (p->cfg.admission && !p->ops->admit(p->ctx, cand, victim)) {
+				drop(p, cand, true);
+				p->rejected++;
+				break;
+			}
+			drop(p, victim, false);
+			p->evicted++;
+			won = true;
+		}
+		p->admitted += won;
+	}
+	/* A grown value, or a window holding everything (plain LRU). */
+	while (p->ops->over(p->ctx) && (victim = victim_of(p))) {
+		drop(p, victim, false);
+		p->evicted++;
+	}
+	debug_check(p);
+}
+
+uint64_t
+admit_policy_window(const struct admit_policy *p)
+{
+	return p->window_max == UINT64_MAX ? p->max_weight : p->window_max;
+}
+
+bool
+admit_policy_check(const struct admit_policy *p)
+{
+	const char *why = NULL;
+
+	for (int k = 0; k < ADMIT_SEG_COUNT && !why; k++) {
+		const struct admit_policy_node *h = &p->seg[k], *n;
+		uint64_t w = 0, c = 0;
+
+		for (n = h->next; n != h; n = n->next) {
+			if (n->next->prev != n || n->prev->next != n) {
+				why = "broken links";
+				break;
+			}
+			if (n->seg != k) {
+				why = "entry on another segment's list";
+				break;
+			}
+			w += weight_of((struct admit_policy *)p, n);
+			if (++c > p->count[k]) {
+				why = "more entries than counted";
+				break;
+			}
+		}
+		if (!why && (c != p->count[k] || w != p->weight[k]))
+			why = "segment count or weight does not add up";
+	}
+	if (!why && p->weight[ADMIT_SEG_PROTECTED] > p->protected_max)
+		why = "protected over its bound";
+	if (!why && p->window_max != UINT64_MAX &&
+	    p->window_max > p->max_weight)
+		why = "window bound over capacity";
+	if (!why)
+		return true;
+#if ADMIT_DEBUG
+	fprintf(stderr, "admit_policy_check: %s\n", why);
+	abort();
+#endif
+	return false;
+}

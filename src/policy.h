@@ -1,0 +1,133 @@
+/*
+ * policy.h - the replacement policy of one admit_lru shard, single-threaded
+ * and free of the shard's concurrency (index, ring of gets, reclamation):
+ * a window LRU in front of a segmented main LRU (probation + protected),
+ * the admission contest between the window's overflow and main's victim,
+ * and the moving of the segments' bounds when the configuration changes
+ * (Einziger, Eden, Friedman, Manes, "Adaptive Software Cache Management",
+ * Middleware 2018; Caffeine's BoundedLocalCache).
+ *
+ * The same code runs the real shards (src/lru.c, under the shard mutex) and
+ * the miniature caches that choose their configuration (src/minisim.c), so
+ * what is simulated is what runs.  Internal: never installed, not exported.
+ *
+ * Entries embed a struct admit_policy_node.  The policy owns its lists and
+ * weights; the owner supplies the hooks (struct admit_policy_ops): an
+ * entry's weight, whether the owner is over capacity, the admission contest,
+ * and what to do with an entry the policy dropped (already unlinked).
+ * Thread-safety: none; the owner serialises every call on one policy.
+ * With ADMIT_DEBUG, every call ends by checking the invariants
+ * (admit_policy_check).
+ */
+#ifndef ADMIT_POLICY_H
+#define ADMIT_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum admit_policy_seg {
+	ADMIT_SEG_WINDOW,
+	ADMIT_SEG_PROBATION,
+	ADMIT_SEG_PROTECTED,
+	ADMIT_SEG_COUNT
+};
+
+/* Links of a circular list through a sentinel; next goes towards MRU. */
+struct admit_policy_node {
+	struct admit_policy_node *prev, *next;
+	uint8_t seg;                    /* enum admit_policy_seg */
+};
+
+struct admit_policy_ops {
+	/* The entry's weight (1 per entry, or its bytes); constant while the
+	 * entry is in the policy. */
+	uint64_t (*weight)(void *ctx, const struct admit_policy_node *n);
+	/* True while the owner holds more than it may (its entry and byte
+	 * limits). */
+	bool (*over)(void *ctx);
+	/* The contest: true when cand should take victim's place.  Called
+	 * only with admission on. */
+	bool (*admit)(void *ctx, const struct admit_policy_node *cand,
+	              const struct admit_policy_node *victim);
+	/* n has left the policy (unlinked, weight removed) to make room; the
+	 * owner forgets it.  rejected: it lost a contest as the candidate. */
+	void (*drop)(void *ctx, struct admit_policy_node *n, bool rejected);
+};
+
+/* A configuration: the window's share of the capacity in percent (100 =
+ * plain LRU: nothing ever leaves the window but by eviction), the
+ * protected segment's share of main, and whether the window's overflow
+ * must win the contest to enter main (false: it always enters, main's
+ * victim leaves). */
+struct admit_policy_config {
+	unsigned window_percent;        /* 0..100 */
+	unsigned protected_percent;     /* 0..100 */
+	bool admission;
+};
+
+struct admit_policy {
+	struct admit_policy_node seg[ADMIT_SEG_COUNT];   /* sentinels */
+	uint64_t weight[ADMIT_SEG_COUNT];
+	uint64_t count[ADMIT_SEG_COUNT];                 /* entries per list */
+	uint64_t max_weight;            /* capacity in weight units */
+	uint64_t window_max;            /* UINT64_MAX: plain LRU */
+	uint64_t protected_max;
+	struct admit_policy_config cfg;
+	const struct admit_policy_ops *ops;
+	void *ctx;
+	bool unit_weight;               /* every weight is 1: ops->weight
+	                                 * is not called (the common case) */
+	uint64_t admitted, rejected, evicted;
+};
+
+/* Sets p up empty with capacity max_weight and configuration cfg.  With
+ * unit_weight every entry weighs 1 and ops->weight may be NULL. */
+void admit_policy_init(struct admit_policy *p, const struct admit_policy_ops *ops,
+                       void *ctx, uint64_t max_weight, bool unit_weight,
+                       const struct admit_policy_config *cfg);
+
+/* Changes the configuration in place: the window shrinks by moving its LRU
+ * surplus to probation, grows by taking main's coldest entries, protected's
+ * surplus is demoted; nothing is evicted and the total weight is kept. */
+void admit_policy_configure(struct admit_policy *p,
+                            const struct admit_policy_config *cfg);
+
+/* A new entry: at the window's MRU end, then the bounds restored (which
+ * may drop n itself). */
+void admit_policy_insert(struct admit_policy *p, struct admit_policy_node *n);
+
+/* A hit on n: to the MRU end of its segment; from probation to protected
+ * (when protected has room in its bounds), protected's surplus demoted. */
+void admit_policy_hit(struct admit_policy *p, struct admit_policy_node *n);
+
+/* n (not in the policy) takes old's place in old's list; old leaves the
+ * policy without a drop.  n's weight may differ; call
+ * admit_policy_evict afterwards to restore the bounds. */
+void admit_policy_replace(struct admit_policy *p, struct admit_policy_node *old,
+                          struct admit_policy_node *n);
+
+/* Takes n out of the policy (a delete); no drop. */
+void admit_policy_remove(struct admit_policy *p, struct admit_policy_node *n);
+
+/* Restores the window's bound (each overflowing entry contests main's
+ * victim) and then the owner's capacity (evicting main's victims). */
+void admit_policy_evict(struct admit_policy *p);
+
+/* The window's bound, as stats report it (max_weight for plain LRU). */
+uint64_t admit_policy_window(const struct admit_policy *p);
+
+/* Total weight held. */
+static inline uint64_t
+admit_policy_weight(const struct admit_policy *p)
+{
+	return p->weight[ADMIT_SEG_WINDOW] + p->weight[ADMIT_SEG_PROBATION] +
+	       p->weight[ADMIT_SEG_PROTECTED];
+}
+
+/* Checks the invariants: each list well linked and holding count[] nodes
+ * whose seg names it and whose weights sum to weight[]; protected within
+ * its bound.  Returns false (and with ADMIT_DEBUG aborts) if one fails.
+ * Walks every entry: O(n). */
+bool admit_policy_check(const struct admit_policy *p);
+
+#endif /* ADMIT_POLICY_H */

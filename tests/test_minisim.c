@@ -1,0 +1,175 @@
+/*
+ * test_minisim.c - the miniature simulation (src/minisim.c): it moves to
+ * the configuration whose mini cache hits most, stays put on a tie
+ * (hysteresis), samples the expected share of keys for a large cache, and
+ * keeps its memory bounded whatever the capacity.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <stdlib.h>
+
+#include "minisim.h"
+#include "testutil.h"
+
+static bool
+never(void *ctx, uint64_t cand, uint64_t victim)
+{
+	(void)ctx;
+	(void)cand;
+	(void)victim;
+	return false;
+}
+
+static bool
+always(void *ctx, uint64_t cand, uint64_t victim)
+{
+	(void)ctx;
+	(void)cand;
+	(void)victim;
+	return true;
+}
+
+static void
+request(struct admit_minisim *m, uint64_t key)
+{
+	uint64_t h = test_key(key);
+
+	if (admit_minisim_sampled(m, h))
+		admit_minisim_get(m, h);
+}
+
+START_TEST(test_bad_args)
+{
+	ck_assert_ptr_null(admit_minisim_new(0, 10, always, NULL));
+	ck_assert_ptr_null(admit_minisim_new(10, 0, always, NULL));
+	ck_assert_ptr_null(admit_minisim_new(10, 10, NULL, NULL));
+	admit_minisim_free(NULL);
+}
+END_TEST
+
+/* A sliding working set with a contest that never admits: every
+ * configuration with admission keeps its first keys forever and stops
+ * hitting; the cache must move to one without, or with a window that
+ * holds the working set (200 keys). */
+START_TEST(test_moves_to_best)
+{
+	struct admit_minisim *m = admit_minisim_new(500, 500, never, NULL);
+	unsigned cur;
+
+	ck_assert_ptr_nonnull(m);
+	ck_assert_uint_eq(admit_minisim_current(m), ADMIT_MINISIM_START);
+	for (uint64_t i = 0; i < 200000; i++)
+		request(m, i / 8 + test_key(i) % 200);
+	cur = admit_minisim_current(m);
+	ck_assert_msg(!admit_minisim_configs[cur].admission ||
+	              admit_minisim_configs[cur].window_percent >= 50,
+	              "stayed on configuration %u", cur);
+	ck_assert_uint_ge(admit_minisim_switches(m), 1);
+	/* The chosen one scores best, or within the hysteresis of it. */
+	for (unsigned i = 0; i < ADMIT_MINISIM_N; i++)
+		ck_assert_double_le(admit_minisim_score(m, i),
+		                    admit_minisim_score(m, cur) +
+		                    ADMIT_MINISIM_HYSTERESIS);
+	admit_minisim_free(m);
+}
+END_TEST
+
+/* Everything fits: every mini cache hits alike, and a tie never moves
+ * the cache. */
+START_TEST(test_tie_stays)
+{
+	struct admit_minisim *m = admit_minisim_new(1000, 1000, always, NULL);
+
+	ck_assert_ptr_nonnull(m);
+	for (uint64_t i = 0; i < 100000; i++)
+		request(m, i % 300);
+	ck_assert_uint_eq(admit_minisim_current(m), ADMIT_MINISIM_START);
+	ck_assert_uint_eq(admit_minisim_switches(m), 0);
+	ck_assert_double_gt(admit_minisim_score(m, 0), 0.9);
+	admit_minisim_free(m);
+}
+END_TEST
+
+/* A loop one key longer than the cache: LRU never hits, the configuration
+ * with admission that keeps its residents does; the cache stays off LRU. */
+START_TEST(test_loop_avoids_lru)
+{
+	struct admit_minisim *m = admit_minisim_new(200, 200, never, NULL);
+
+	ck_assert_ptr_nonnull(m);
+	for (uint64_t i = 0; i < 100000; i++)
+		request(m, i % 201);
+	ck_assert_double_eq_tol(admit_minisim_score(m, ADMIT_MINISIM_N - 1), 0,
+	                        1e-9);
+	ck_assert(admit_minisim_configs[admit_minisim_current(m)].admission);
+	ck_assert_double_gt(admit_minisim_score(m, admit_minisim_current(m)), 0.9);
+	admit_minisim_free(m);
+}
+END_TEST
+
+/* Large caches are sampled so that each mini cache holds at most
+ * ADMIT_MINISIM_MAX_ENTRIES: the share of keys sampled is that over the
+ * capacity, and the memory stays the same whatever the capacity. */
+START_TEST(test_sampling_and_memory)
+{
+	uint64_t cap = 131072, in = 0, n = 1000000;
+	struct admit_minisim *m = admit_minisim_new(cap, cap, always, NULL);
+	struct admit_minisim *big = admit_minisim_new(cap << 8, cap << 8,
+	                                              always, NULL);
+	struct admit_minisim *small = admit_minisim_new(100, 100, always, NULL);
+	double rate = (double)ADMIT_MINISIM_MAX_ENTRIES / (double)cap;
+
+	ck_assert_ptr_nonnull(m);
+	ck_assert_ptr_nonnull(big);
+	ck_assert_ptr_nonnull(small);
+	for (uint64_t i = 0; i < n; i++)
+		in += admit_minisim_sampled(m, test_key(i));
+	ck_assert_double_eq_tol((double)in / (double)n, rate, rate * 0.05);
+	for (uint64_t i = 0; i < 1000; i++)
+		ck_assert(admit_minisim_sampled(small, test_key(i)));
+	/* About 5.5 bytes per entry of the cache at 131072 entries. */
+	ck_assert_double_le((double)admit_minisim_bytes(m) / (double)cap, 6.0);
+	ck_assert_uint_eq(admit_minisim_bytes(m), admit_minisim_bytes(big));
+	admit_minisim_free(m);
+	admit_minisim_free(big);
+	admit_minisim_free(small);
+}
+END_TEST
+
+/* Byte weights: a set corrects the guessed weight of a filled miss, and
+ * a key heavier than a mini cache is dropped at once, never held. */
+START_TEST(test_weights)
+{
+	struct admit_minisim *m = admit_minisim_new(1000, 10, always, NULL);
+
+	ck_assert_ptr_nonnull(m);
+	for (uint64_t i = 0; i < 20000; i++) {
+		uint64_t h = test_key(i % 50);
+
+		if (admit_minisim_get(m, h) >= ADMIT_MINISIM_N)
+			ck_abort_msg("bad configuration index");
+		admit_minisim_set(m, h, i % 7 == 0 ? 5000 : 1 + i % 300);
+	}
+	for (unsigned i = 0; i < ADMIT_MINISIM_N; i++)
+		ck_assert_double_le(admit_minisim_score(m, i), 1.0);
+	admit_minisim_free(m);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("minisim");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_bad_args);
+	tcase_add_test(tc, test_moves_to_best);
+	tcase_add_test(tc, test_tie_stays);
+	tcase_add_test(tc, test_loop_avoids_lru);
+	tcase_add_test(tc, test_sampling_and_memory);
+	tcase_add_test(tc, test_weights);
+	suite_add_tcase(s, tc);
+	return test_run(srunner_create(s));
+}

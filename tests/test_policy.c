@@ -1,0 +1,340 @@
+/*
+ * test_policy.c - the single-threaded policy core (src/policy.c): LRU
+ * order, the segments and their bounds, the admission contest, moving the
+ * bounds, and the invariant check, against hand-worked cases and a long
+ * random run checked after every call.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+#include "testutil.h"
+
+#define MAXN 4096
+
+/* An owner: nodes numbered by their index, weights given per node, a
+ * capacity in weight, and a scripted contest. */
+struct owner {
+	struct admit_policy p;
+	struct node {
+		struct admit_policy_node n;
+		uint64_t w;
+		bool in;
+	} node[MAXN];
+	uint64_t max;
+	int verdict;                    /* 1 admit, 0 reject, -1 random */
+	uint64_t rng;
+	unsigned dropped[MAXN], ndropped, nrejected, contests;
+};
+
+static inline struct node *
+node_of(const struct admit_policy_node *n)
+{
+	return (struct node *)((char *)n - offsetof(struct node, n));
+}
+
+static uint64_t
+o_weight(void *ctx, const struct admit_policy_node *n)
+{
+	(void)ctx;
+	return node_of(n)->w;
+}
+
+static bool
+o_over(void *ctx)
+{
+	struct owner *o = ctx;
+
+	return admit_policy_weight(&o->p) > o->max;
+}
+
+static bool
+o_admit(void *ctx, const struct admit_policy_node *cand,
+        const struct admit_policy_node *victim)
+{
+	struct owner *o = ctx;
+
+	(void)cand;
+	(void)victim;
+	o->contests++;
+	if (o->verdict >= 0)
+		return o->verdict;
+	o->rng = test_key(o->rng);
+	return o->rng & 1;
+}
+
+static void
+o_drop(void *ctx, struct admit_policy_node *n, bool rejected)
+{
+	struct owner *o = ctx;
+	struct node *x = node_of(n);
+
+	ck_assert(x->in);
+	x->in = false;
+	o->dropped[o->ndropped++ % MAXN] = (unsigned)(x - o->node);
+	o->nrejected += rejected;
+}
+
+static const struct admit_policy_ops ops = {
+	.weight = o_weight, .over = o_over, .admit = o_admit, .drop = o_drop,
+};
+
+static struct owner *
+owner_new(uint64_t max, unsigned window, unsigned prot, bool admission)
+{
+	struct owner *o = calloc(1, sizeof(*o));
+	struct admit_policy_config cfg = { window, prot, admission };
+
+	ck_assert_ptr_nonnull(o);
+	o->max = max;
+	o->verdict = 1;
+	for (unsigned i = 0; i < MAXN; i++)
+		o->node[i].w = 1;
+	admit_policy_init(&o->p, &ops, o, max, false, &cfg);
+	return o;
+}
+
+static void
+put(struct owner *o, unsigned i)
+{
+	ck_assert(!o->node[i].in);
+	o->node[i].in = true;
+	admit_policy_insert(&o->p, &o->node[i].n);
+}
+
+/* The node indices of segment k, LRU first. */
+static unsigned
+seg_list(struct owner *o, enum admit_policy_seg k, unsigned *out)
+{
+	unsigned n = 0;
+
+	for (struct admit_policy_node *x = o->p.seg[k].next; x != &o->p.seg[k];
+	     x = x->next)
+		out[n++] = (unsigned)(node_of(x) - o->node);
+	return n;
+}
+
+/* Plain LRU (window 100 %): the least recently used leaves, a hit
+ * refreshes, no contest is ever held. */
+START_TEST(test_plain_lru)
+{
+	struct owner *o = owner_new(3, 100, 0, false);
+	unsigned l[8];
+
+	put(o, 0);
+	put(o, 1);
+	put(o, 2);
+	admit_policy_hit(&o->p, &o->node[0].n);  /* order 1 2 0 */
+	put(o, 3);                                /* 1 leaves */
+	ck_assert_uint_eq(o->ndropped, 1);
+	ck_assert_uint_eq(o->dropped[0], 1);
+	ck_assert_uint_eq(seg_list(o, ADMIT_SEG_WINDOW, l), 3);
+	ck_assert_uint_eq(l[0], 2);
+	ck_assert_uint_eq(l[1], 0);
+	ck_assert_uint_eq(l[2], 3);
+	ck_assert_uint_eq(o->contests, 0);
+	ck_assert_uint_eq(admit_policy_window(&o->p), 3);
+	ck_assert(admit_policy_check(&o->p));
+	free(o);
+}
+END_TEST
+
+/* Caffeine's bounds: 1 % of 100 is a window of 1, protected 80 % of the
+ * 99 left; a probation hit promotes, protected's surplus is demoted. */
+START_TEST(test_segments)
+{
+	struct owner *o = owner_new(100, 1, 80, true);
+	unsigned l[128];
+
+	ck_assert_uint_eq(o->p.window_max, 1);
+	ck_assert_uint_eq(o->p.protected_max, 79);
+	for (unsigned i = 0; i < 100; i++)
+		put(o, i);
+	ck_assert_uint_eq(o->ndropped, 0);
+	ck_assert_uint_eq(o->p.count[ADMIT_SEG_WINDOW], 1);
+	ck_assert_uint_eq(o->p.count[ADMIT_SEG_PROBATION], 99);
+	for (unsigned i = 0; i < 90; i++)
+		admit_policy_hit(&o->p, &o->node[i].n);
+	ck_assert_uint_eq(o->p.count[ADMIT_SEG_PROTECTED], 79);
+	ck_assert_uint_eq(seg_list(o, ADMIT_SEG_PROTECTED, l), 79);
+	ck_assert_uint_eq(l[0], 11);            /* 0..10 demoted */
+	ck_assert_uint_eq(seg_list(o, ADMIT_SEG_PROBATION, l), 20);
+	/* Demoted ones enter probation at its MRU end, after 90..98. */
+	ck_assert_uint_eq(l[0], 90);
+	ck_assert_uint_eq(l[19], 10);
+	ck_assert(admit_policy_check(&o->p));
+	free(o);
+}
+END_TEST
+
+/* The window's overflow contests probation's LRU entry: rejected, it
+ * leaves itself; admitted, the victim leaves; without admission no
+ * contest is held and the victim always leaves. */
+START_TEST(test_contest)
+{
+	struct owner *o = owner_new(10, 10, 80, true);  /* window 1 */
+
+	for (unsigned i = 0; i < 10; i++)
+		put(o, i);
+	o->verdict = 0;
+	put(o, 10);                     /* 9 leaves the window, rejected */
+	ck_assert_uint_eq(o->ndropped, 1);
+	ck_assert_uint_eq(o->dropped[0], 9);
+	ck_assert_uint_eq(o->nrejected, 1);
+	ck_assert_uint_eq(o->p.rejected, 1);
+	o->verdict = 1;
+	put(o, 11);                     /* 10 wins over 0 */
+	ck_assert_uint_eq(o->dropped[1], 0);
+	ck_assert_uint_eq(o->p.admitted, 1);
+	ck_assert_uint_eq(o->p.evicted, 1);
+	ck_assert_uint_eq(o->contests, 2);
+	free(o);
+
+	o = owner_new(10, 10, 80, false);
+	o->verdict = 0;                 /* never asked */
+	for (unsigned i = 0; i < 12; i++)
+		put(o, i);
+	ck_assert_uint_eq(o->contests, 0);
+	ck_assert_uint_eq(o->ndropped, 2);
+	ck_assert_uint_eq(o->dropped[0], 0);
+	ck_assert_uint_eq(o->dropped[1], 1);
+	free(o);
+}
+END_TEST
+
+/* Moving the bounds keeps every entry and the total weight; a grown window
+ * is filled from main's coldest, a shrunk one hands its LRU end to
+ * probation. */
+START_TEST(test_configure)
+{
+	struct owner *o = owner_new(100, 1, 80, true);
+	struct admit_policy_config wide = { 50, 80, true }, narrow = { 0, 80, true };
+
+	for (unsigned i = 0; i < 100; i++)
+		put(o, i);
+	for (unsigned i = 0; i < 50; i++)
+		admit_policy_hit(&o->p, &o->node[i].n);
+	admit_policy_configure(&o->p, &wide);
+	ck_assert_uint_eq(o->ndropped, 0);
+	ck_assert_uint_eq(o->p.window_max, 50);
+	ck_assert_uint_eq(o->p.protected_max, 40);
+	ck_assert_uint_eq(o->p.weight[ADMIT_SEG_WINDOW], 50);
+	ck_assert_uint_eq(admit_policy_weight(&o->p), 100);
+	ck_assert(admit_policy_check(&o->p));
+	admit_policy_configure(&o->p, &narrow);
+	ck_assert_uint_eq(o->p.weight[ADMIT_SEG_WINDOW], 0);
+	ck_assert_uint_eq(admit_policy_weight(&o->p), 100);
+	ck_assert_uint_eq(o->ndropped, 0);
+	ck_assert(admit_policy_check(&o->p));
+	free(o);
+}
+END_TEST
+
+/* Replace and remove keep the weights; a heavier replacement over the
+ * capacity is evicted back under it. */
+START_TEST(test_replace_remove)
+{
+	struct owner *o = owner_new(10, 20, 80, true);
+
+	for (unsigned i = 0; i < 10; i++)
+		put(o, i);
+	o->node[100].w = 3;
+	o->node[100].in = true;
+	o->node[5].in = false;
+	admit_policy_replace(&o->p, &o->node[5].n, &o->node[100].n);
+	ck_assert_uint_eq(admit_policy_weight(&o->p), 12);
+	admit_policy_evict(&o->p);
+	ck_assert_uint_le(admit_policy_weight(&o->p), 10);
+	ck_assert(admit_policy_check(&o->p));
+	for (unsigned i = 0; i < MAXN; i++) {
+		if (o->node[i].in) {
+			admit_policy_remove(&o->p, &o->node[i].n);
+			o->node[i].in = false;
+		}
+	}
+	ck_assert_uint_eq(admit_policy_weight(&o->p), 0);
+	ck_assert(admit_policy_check(&o->p));
+	free(o);
+}
+END_TEST
+
+/* A long random run: mixed weights, every configuration change, random
+ * verdicts; after each call the invariants hold and the owner is within
+ * its capacity. */
+START_TEST(test_random)
+{
+	static const unsigned windows[] = { 0, 1, 5, 20, 50, 80, 100 };
+	struct owner *o = owner_new(200, 1, 80, true);
+	struct tally t = TALLY_INIT;
+
+	o->verdict = -1;
+	o->rng = 7;
+	for (unsigned i = 0; i < MAXN; i++)
+		o->node[i].w = 1 + test_key(i) % 5;
+	for (uint64_t i = 0; i < 200000; i++) {
+		uint64_t r = test_key(i + 1000);
+		unsigned k = (unsigned)(r % 1000);
+
+		if (r % 997 == 0) {
+			struct admit_policy_config cfg = {
+				windows[(r >> 20) % 7], (unsigned)((r >> 30) % 101),
+				(r >> 40) & 1,
+			};
+
+			admit_policy_configure(&o->p, &cfg);
+		} else if (o->node[k].in && (r >> 50) % 50 == 0) {
+			admit_policy_remove(&o->p, &o->node[k].n);
+			o->node[k].in = false;
+		} else if (o->node[k].in) {
+			admit_policy_hit(&o->p, &o->node[k].n);
+		} else {
+			put(o, k);
+		}
+		if (i % 64 == 0)
+			tally(&t, admit_policy_check(&o->p), i);
+		tally(&t, admit_policy_weight(&o->p) <= o->max, i);
+	}
+	ck_assert_tally(t, "invariants");
+	free(o);
+}
+END_TEST
+
+/* The check finds an entry on another segment's list (a debug build
+ * aborts there: that is its job). */
+START_TEST(test_check_catches)
+{
+	struct owner *o = owner_new(10, 20, 80, true);
+
+	for (unsigned i = 0; i < 10; i++)
+		put(o, i);
+	o->node[9].n.seg = ADMIT_SEG_PROTECTED;
+	ck_assert(!admit_policy_check(&o->p));
+	free(o);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("policy");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_plain_lru);
+	tcase_add_test(tc, test_segments);
+	tcase_add_test(tc, test_contest);
+	tcase_add_test(tc, test_configure);
+	tcase_add_test(tc, test_replace_remove);
+	tcase_add_test(tc, test_random);
+#if ADMIT_DEBUG
+	tcase_add_test_raise_signal(tc, test_check_catches, SIGABRT);
+#else
+	tcase_add_test(tc, test_check_catches);
+#endif
+	suite_add_tcase(s, tc);
+	return test_run(srunner_create(s));
+}
