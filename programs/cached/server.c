@@ -25,9 +25,10 @@
  * hold is refused ("SERVER_ERROR out of memory storing object") and skipped
  * unbuffered; a value it cannot hold ends its get with "SERVER_ERROR out of
  * memory writing get response" after the whole values before it.  So the
- * process stays within --memory (items) + --memory / 32 (expiry index) +
- * --conn-memory + --max-conns x (allowance + about 1 KiB) + two --max-item
- * buffers per thread.
+ * process stays within --memory (items, as admit_lru charges them) + 32
+ * bytes per item stored with an expiry time or by a read-modify-write
+ * command (store.h) + --conn-memory + --max-conns x (allowance + about
+ * 1 KiB) + one --max-item buffer per thread.
  */
 #include "config.h"  /* first: it defines _GNU_SOURCE */
 
@@ -254,47 +255,64 @@ reply(struct conn *c, bool noreply, const char *s)
 		out_str(c, s);
 }
 
+/* What get_key's reader is given. */
+struct value_out {
+	struct conn *c;
+	const char *key;
+	size_t klen;
+	bool refused;
+};
+
 /*
- * Answers one key of a get.  The whole VALUE block is reserved before any
- * of it is written, so a refusal never leaves part of one in the stream.
- * False when refused (the caller skips the rest of the line).
+ * Writes one hit's VALUE block into the connection's output buffer: the
+ * item's data is copied once, straight from the cache (it runs inside
+ * admit_lru's read section, so it must not block: out_reserve allocates
+ * but never waits).  The whole block is reserved before any of it is
+ * written, so a refusal never leaves part of one in the stream.
+ */
+static void
+write_value(const struct cached_item *it, void *arg)
+{
+	struct value_out *v = arg;
+	struct conn *c = v->c;
+
+	/* "VALUE " key " flags bytes cas\r\n" data "\r\n" */
+	if (!out_reserve(c, 6 + v->klen + 64 + it->len + 2, false)) {
+		v->refused = true;
+		return;
+	}
+	out_str(c, "VALUE ");
+	out_bytes(c, v->key, v->klen);
+	if (c->gets)
+		out_fmt(c, " %" PRIu32 " %zu %" PRIu64 "\r\n", it->flags,
+		        it->len, it->cas);
+	else
+		out_fmt(c, " %" PRIu32 " %zu\r\n", it->flags, it->len);
+	out_bytes(c, it->data, it->len);
+	out_str(c, "\r\n");
+}
+
+/*
+ * Answers one key of a get.  False when refused (the caller skips the
+ * rest of the line).
  */
 static bool
 get_key(struct conn *c, const char *key, size_t klen)
 {
 	struct worker *w = c->w;
-	struct cached_item it;
+	struct value_out v = { c, key, klen, false };
 
 	add(&w->ctr.cmd_get, 1);
-	switch (cached_store_get(w->srv->store, &w->scratch, key, klen, &it)) {
-	case CACHED_HIT:
-		add(&w->ctr.get_hits, 1);
-		break;
-	case CACHED_EXPIRED:
-		add(&w->ctr.get_expired, 1);
-		add(&w->ctr.get_misses, 1);
-		return true;
-	case CACHED_FLUSHED:
-		add(&w->ctr.get_flushed, 1);
-		/* fall through */
-	default:
+	if (cached_store_get(w->srv->store, &w->scratch, key, klen,
+	                     write_value, &v) != CACHED_HIT) {
 		add(&w->ctr.get_misses, 1);
 		return true;
 	}
-	/* "VALUE " key " flags bytes cas\r\n" data "\r\n" */
-	if (!out_reserve(c, 6 + klen + 64 + it.len + 2, false)) {
+	add(&w->ctr.get_hits, 1);
+	if (v.refused) {
 		out_str(c, "SERVER_ERROR out of memory writing get response\r\n");
 		return false;
 	}
-	out_str(c, "VALUE ");
-	out_bytes(c, key, klen);
-	if (c->gets)
-		out_fmt(c, " %" PRIu32 " %zu %" PRIu64 "\r\n", it.flags,
-		        it.len, it.cas);
-	else
-		out_fmt(c, " %" PRIu32 " %zu\r\n", it.flags, it.len);
-	out_bytes(c, it.data, it.len);
-	out_str(c, "\r\n");
 	return true;
 }
 
@@ -448,10 +466,7 @@ do_stats(struct conn *c, const struct cached_req *req)
 	out_fmt(c, "STAT curr_items %" PRIu64 "\r\n", ls.entries);
 	out_fmt(c, "STAT bytes %" PRIu64 "\r\n", ls.bytes);
 	out_fmt(c, "STAT evictions %" PRIu64 "\r\n", ls.evicted);
-	out_fmt(c, "STAT reclaimed %" PRIu64 "\r\n", cs.reclaimed);
-	out_fmt(c, "STAT expiry_index_items %" PRIu64 "\r\n", cs.expiry_indexed);
-	out_fmt(c, "STAT expiry_index_bytes %" PRIu64 "\r\n", cs.expiry_index_bytes);
-	out_fmt(c, "STAT expiry_unindexed %" PRIu64 "\r\n", cs.expiry_unindexed);
+	out_fmt(c, "STAT reclaimed %" PRIu64 "\r\n", ls.expired);
 	/* relaxed: see budget() */
 	out_fmt(c, "STAT conn_memory_used %zu\r\n",
 	        atomic_load_explicit(&srv->pool_used, memory_order_relaxed));

@@ -1,18 +1,29 @@
 /*
  * store.c - memcached items over admit_lru.
  *
+ * Each command hashes its key once and makes one admit_lru call: a get
+ * lends the item to the server's reader (admit_lru_get_with_hashed), set
+ * and delete go straight in, and every command that reads, decides and
+ * writes is one admit_lru_compute_hashed, whose updater runs under the
+ * key's shard mutex (so cas, incr and append need no lock of ours, and
+ * each counts as one access).
+ *
+ * Expiry is the cache's: memcached's exptime (seconds from now up to 30
+ * days, a Unix time above, negative = already expired) becomes an absolute
+ * time on admit_lru_now's clock when the command runs.  An absolute Unix
+ * time is turned into "that many seconds from now" with the wall clock at
+ * that moment, so a later step of the wall clock does not move it (as in
+ * memcached, whose clock is also monotonic once started).
+ *
  * flush_all releases the capacity at once: it swaps in a new, empty
  * admit_lru and frees the old one when no thread is still using it.  Each
  * thread publishes the admit_lru it works on in a hazard slot of its own
  * for the length of one command; the flusher, after the swap, waits until
  * no slot holds the old pointer (a command takes microseconds).  A delayed
- * flush_all is carried out by the first command (or the reaper's tick) at
- * or past its time, before that command touches the cache, so it removes
- * exactly the items stored before its time, as memcached's does.
- *
- * Expired items are invisible at once and reclaimed by the reaper thread,
- * which pops them from an index ordered by expiry time (expiry.c) and
- * deletes each one still stored with the CAS unique it was indexed with.
+ * flush_all is carried out by the first command (or the maintenance
+ * thread's tick) at or past its time, before that command touches the
+ * cache, so it removes exactly the items stored before its time, as
+ * memcached's does.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -25,48 +36,50 @@
 #include <sys/random.h>
 #include <time.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
-#include "expiry.h"
 #include "store.h"
 
-#define NLOCKS 1024u             /* power of two */
 #define REL_EXPTIME_MAX 2592000  /* 30 days: above, an exptime is a Unix time */
-#define MAX_SLOTS 1024u          /* hazard slots: workers + reaper */
-#define REAP_BATCH 10000u        /* expired items the reaper takes per pass */
+#define MAX_SLOTS 1024u          /* hazard slots: workers + maintenance */
+#define NS_PER_S UINT64_C(1000000000)
 
-/* 16 bytes: each is charged against --memory for every item. */
-struct hdr {
-	uint64_t cas;
-	uint32_t exptime;  /* Unix time; 0 = never */
-	uint32_t flags;
-};
-#define HDR sizeof(struct hdr)
+/* The item header, 12 bytes in front of the data, each charged against
+ * --memory for every item; read and written with memcpy (the cache keeps
+ * values unaligned). */
+#define HDR 12u
+
+static void
+hdr_put(char *p, uint64_t cas, uint32_t flags)
+{
+	memcpy(p, &cas, sizeof(cas));
+	memcpy(p + 8, &flags, sizeof(flags));
+}
+
+static void
+hdr_get(const char *p, uint64_t *cas, uint32_t *flags)
+{
+	memcpy(cas, p, sizeof(*cas));
+	memcpy(flags, p + 8, sizeof(*flags));
+}
 
 struct cached_store {
 	_Atomic(struct admit_lru *) lru;
 	struct admit_lru_config cfg;     /* to make the next one on a flush */
 	size_t max_item;
-	uint64_t seed;
 	atomic_uint_fast64_t cas_seq;    /* last unique handed out */
 	atomic_int_fast64_t flush_at;    /* pending delayed flush; 0 = none */
 	pthread_mutex_t flush_mu;        /* one flush at a time; base */
 	struct admit_lru_stats base;     /* counters of flushed admit_lrus */
-	struct cached_expiry *exp;
-	atomic_uint_fast64_t reclaimed;  /* expired items the reaper deleted */
 	atomic_uint nslots;
 	_Atomic(struct admit_lru *) hazard[MAX_SLOTS];
-	/* The reaper thread. */
-	pthread_t reaper;
-	bool reaper_started, stopping;   /* under reap_mu */
-	pthread_mutex_t reap_mu;
-	pthread_cond_t reap_cv;
-	struct cached_scratch reap_scratch;
-	pthread_mutex_t locks[NLOCKS];
+	/* The maintenance thread. */
+	pthread_t maint;
+	bool maint_started, stopping;    /* under maint_mu */
+	pthread_mutex_t maint_mu;
+	pthread_cond_t maint_cv;
+	struct cached_scratch maint_scratch;
 };
 
-static void *reaper_main(void *arg);
+static void *maint_main(void *arg);
 
 int
 cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
@@ -80,13 +93,15 @@ cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
 	struct admit_lru *lru;
 	enum admit_status rc;
 	unsigned shards = 16;
-	size_t exp_bytes = memory_bytes / 32 > (64u << 10) ? memory_bytes / 32
-	                                                   : (64u << 10);
 
 	/* Each shard must hold a few of the largest items. */
 	while (shards > 1 && memory_bytes / shards < 4 * (max_item + HDR + 512))
 		shards /= 2;
 	cfg.shards = shards;
+	/* One seed for every cache a flush makes. */
+	if (getrandom(&cfg.seed, sizeof(cfg.seed), 0) != sizeof(cfg.seed) ||
+	    !cfg.seed)
+		cfg.seed = (uint64_t)time(NULL) | 1;
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return ENOMEM;
@@ -97,33 +112,23 @@ cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
 		free(st);
 		return EINVAL;
 	}
-	if (cached_expiry_new(exp_bytes, &st->exp)) {
-		admit_lru_free(lru);
-		free(st);
-		return ENOMEM;
-	}
 	atomic_init(&st->lru, lru);
 	st->cfg = cfg;
-	if (getrandom(&st->seed, sizeof(st->seed), 0) != sizeof(st->seed))
-		st->seed = (uint64_t)time(NULL);
 	st->max_item = max_item;
 	atomic_init(&st->cas_seq, 0);
 	atomic_init(&st->flush_at, 0);
 	atomic_init(&st->nslots, 0);
-	atomic_init(&st->reclaimed, 0);
 	for (unsigned i = 0; i < MAX_SLOTS; i++)
 		atomic_init(&st->hazard[i], NULL);
 	pthread_mutex_init(&st->flush_mu, NULL);
-	pthread_mutex_init(&st->reap_mu, NULL);
-	pthread_cond_init(&st->reap_cv, NULL);
-	for (unsigned i = 0; i < NLOCKS; i++)
-		pthread_mutex_init(&st->locks[i], NULL);
-	if (cached_scratch_init(&st->reap_scratch, st) ||
-	    pthread_create(&st->reaper, NULL, reaper_main, st)) {
+	pthread_mutex_init(&st->maint_mu, NULL);
+	pthread_cond_init(&st->maint_cv, NULL);
+	if (cached_scratch_init(&st->maint_scratch, st) ||
+	    pthread_create(&st->maint, NULL, maint_main, st)) {
 		cached_store_free(st);
 		return ENOMEM;
 	}
-	st->reaper_started = true;
+	st->maint_started = true;
 	*out = st;
 	return 0;
 }
@@ -133,21 +138,18 @@ cached_store_free(struct cached_store *st)
 {
 	if (!st)
 		return;
-	if (st->reaper_started) {
-		pthread_mutex_lock(&st->reap_mu);
+	if (st->maint_started) {
+		pthread_mutex_lock(&st->maint_mu);
 		st->stopping = true;
-		pthread_cond_signal(&st->reap_cv);
-		pthread_mutex_unlock(&st->reap_mu);
-		pthread_join(st->reaper, NULL);
+		pthread_cond_signal(&st->maint_cv);
+		pthread_mutex_unlock(&st->maint_mu);
+		pthread_join(st->maint, NULL);
 	}
-	cached_scratch_free(&st->reap_scratch);
-	for (unsigned i = 0; i < NLOCKS; i++)
-		pthread_mutex_destroy(&st->locks[i]);
+	cached_scratch_free(&st->maint_scratch);
 	pthread_mutex_destroy(&st->flush_mu);
-	pthread_mutex_destroy(&st->reap_mu);
-	pthread_cond_destroy(&st->reap_cv);
+	pthread_mutex_destroy(&st->maint_mu);
+	pthread_cond_destroy(&st->maint_cv);
 	admit_lru_free(atomic_load(&st->lru));
-	cached_expiry_free(st->exp);
 	free(st);
 }
 
@@ -155,43 +157,48 @@ int
 cached_scratch_init(struct cached_scratch *s, struct cached_store *st)
 {
 	s->slot = atomic_fetch_add(&st->nslots, 1);
+	s->write = NULL;
 	if (s->slot >= MAX_SLOTS)
 		return EMFILE;
 	s->lru = NULL;
 	s->cap = HDR + st->max_item;
-	s->read = malloc(s->cap);
 	s->write = malloc(s->cap);
-	if (!s->read || !s->write) {
-		cached_scratch_free(s);
+	if (!s->write)
 		return ENOMEM;
-	}
 	return 0;
 }
 
 void
 cached_scratch_free(struct cached_scratch *s)
 {
-	free(s->read);
 	free(s->write);
-	s->read = s->write = NULL;
+	s->write = NULL;
 }
 
-static pthread_mutex_t *
-lock_of(struct cached_store *st, const char *key, size_t klen)
+/*
+ * memcached's exptime e as an expiry time on lru's clock: 0 = never, 1 =
+ * already past (admit_lru then removes the key at once; its clock is far
+ * beyond 1 ns by the time anything runs).
+ */
+static uint64_t
+expires_at(struct admit_lru *lru, int64_t e)
 {
-	return &st->locks[XXH3_64bits_withSeed(key, klen, st->seed) & (NLOCKS - 1)];
-}
+	int64_t secs;
 
-static uint32_t
-abs_exptime(int64_t e, int64_t now)
-{
 	if (e == 0)
 		return 0;
 	if (e < 0)
-		return 1;  /* already past */
-	if (e <= REL_EXPTIME_MAX)
-		e += now;
-	return e > UINT32_MAX ? UINT32_MAX : (uint32_t)e;
+		return 1;
+	if (e <= REL_EXPTIME_MAX) {
+		secs = e;
+	} else {
+		if (e > (int64_t)UINT32_MAX)
+			e = UINT32_MAX;  /* memcached's exptime is 32 bits */
+		secs = e - (int64_t)time(NULL);
+		if (secs <= 0)
+			return 1;
+	}
+	return admit_lru_now(lru) + (uint64_t)secs * NS_PER_S;
 }
 
 /*
@@ -231,6 +238,7 @@ add_stats(struct admit_lru_stats *to, const struct admit_lru_stats *from)
 	to->admitted += from->admitted;
 	to->rejected += from->rejected;
 	to->evicted += from->evicted;
+	to->expired += from->expired;
 }
 
 /* Swaps in an empty admit_lru; the caller holds flush_mu and no hazard. */
@@ -243,9 +251,6 @@ flush_now(struct cached_store *st)
 
 	if (admit_lru_new(&st->cfg, &fresh) != ADMIT_OK)
 		return ENOMEM;
-	/* Cleared first: entries for the old cache's items that land after
-	 * this are stale (harmless), while none for the new one's is lost. */
-	cached_expiry_clear(st->exp);
 	old = atomic_exchange(&st->lru, fresh);
 	for (unsigned i = 0; i < n && i < MAX_SLOTS; i++)
 		/* acquire: pairs with hz_release, so the slot's owner is
@@ -263,14 +268,19 @@ flush_now(struct cached_store *st)
  * caller takes its hazard; a caller that sees the flush due waits on
  * flush_mu until it is done, so nothing it stores lands in the old cache.
  * flush_at is cleared only after the swap, so whoever reads it as 0 also
- * sees the new cache.
+ * sees the new cache.  The wall clock is read only when a flush is
+ * pending.
  */
 static void
-flush_due(struct cached_store *st, int64_t now)
+flush_due(struct cached_store *st)
 {
 	int_fast64_t at = atomic_load(&st->flush_at);
+	int64_t now;
 
-	if (!at || now < at)
+	if (!at)
+		return;
+	now = time(NULL);
+	if (now < at)
 		return;
 	pthread_mutex_lock(&st->flush_mu);
 	at = atomic_load(&st->flush_at);
@@ -283,11 +293,14 @@ int
 cached_store_flush(struct cached_store *st, int64_t delay)
 {
 	int rc = 0;
+	int64_t at;
 
 	pthread_mutex_lock(&st->flush_mu);
 	if (delay > 0) {
+		at = delay <= REL_EXPTIME_MAX ? time(NULL) + delay
+		     : delay > (int64_t)UINT32_MAX ? (int64_t)UINT32_MAX : delay;
 		/* A later flush_all replaces a pending one, as in memcached. */
-		atomic_store(&st->flush_at, abs_exptime(delay, time(NULL)));
+		atomic_store(&st->flush_at, at);
 	} else {
 		rc = flush_now(st);
 		if (rc == 0)
@@ -297,168 +310,102 @@ cached_store_flush(struct cached_store *st, int64_t delay)
 	return rc;
 }
 
-/* Reads key into s->read: its header and data.  The caller holds a hazard. */
-static enum cached_lookup
-lookup(struct cached_store *st, struct cached_scratch *s, const char *key,
-       size_t klen, struct hdr *h, size_t *len)
+/* Every command: a due delayed flush first, then the hazard, then the
+ * key's one hash. */
+static uint64_t
+begin(struct cached_store *st, struct cached_scratch *s, const char *key,
+      size_t klen)
 {
-	int64_t now = time(NULL);
-	size_t vlen;
-
-	(void)st;
-	if (admit_lru_get(s->lru, key, klen, s->read, s->cap, &vlen) != ADMIT_OK ||
-	    vlen < HDR)
-		return CACHED_MISS;
-	memcpy(h, s->read, HDR);
-	*len = vlen - HDR;
-	if (h->exptime && h->exptime <= (uint64_t)now)
-		return CACHED_EXPIRED;
-	return CACHED_HIT;
-}
-
-/* Stores h + data under key; h->cas is assigned a fresh unique unless
- * keep_cas (touch).  An item with an expiry time goes into the index the
- * reaper reads.  The caller holds the key's mutex and a hazard. */
-static enum cached_result
-store(struct cached_store *st, struct cached_scratch *s, const char *key,
-      size_t klen, struct hdr *h, const char *data, size_t len, bool keep_cas)
-{
-	if (len > st->max_item)
-		return CACHED_TOO_LARGE;
-	if (!keep_cas)
-		h->cas = atomic_fetch_add(&st->cas_seq, 1) + 1;
-	memcpy(s->write, h, HDR);
-	if (data != s->write + HDR)
-		memcpy(s->write + HDR, data, len);
-	switch (admit_lru_set(s->lru, key, klen, s->write, HDR + len)) {
-	case ADMIT_OK:
-		if (h->exptime)
-			cached_expiry_add(st->exp, h->exptime, h->cas, key, klen);
-		return CACHED_STORED;
-	case ADMIT_REJECTED:  /* stored, then evicted at once by admission */
-		return CACHED_STORED;
-	case ADMIT_ETOOBIG:
-		return CACHED_TOO_LARGE;
-	default:
-		return CACHED_NOMEM;
-	}
-}
-
-/* Every command: a due delayed flush first, then the hazard. */
-static void
-begin(struct cached_store *st, struct cached_scratch *s)
-{
-	flush_due(st, time(NULL));
+	flush_due(st);
 	hz_acquire(st, s);
+	return admit_lru_hash(s->lru, key, klen);
+}
+
+/* ---- get ------------------------------------------------------------- */
+
+struct lend {
+	cached_reader_t fn;
+	void *arg;
+	bool hit;
+};
+
+static void
+lend_item(const void *value, size_t vlen, void *arg)
+{
+	struct lend *l = arg;
+	struct cached_item it;
+
+	if (vlen < HDR)  /* not one of ours: cannot happen */
+		return;
+	hdr_get(value, &it.cas, &it.flags);
+	it.data = (const char *)value + HDR;
+	it.len = vlen - HDR;
+	l->hit = true;
+	l->fn(&it, l->arg);
 }
 
 enum cached_lookup
 cached_store_get(struct cached_store *st, struct cached_scratch *s,
-                 const char *key, size_t klen, struct cached_item *it)
+                 const char *key, size_t klen, cached_reader_t fn, void *arg)
 {
-	struct hdr h;
-	size_t len;
-	enum cached_lookup r;
-	pthread_mutex_t *mu;
+	struct lend l = { fn, arg, false };
+	uint64_t h = begin(st, s, key, klen);
 
-	begin(st, s);
-	r = lookup(st, s, key, klen, &h, &len);
-	if (r == CACHED_HIT) {
-		it->flags = h.flags;
-		it->cas = h.cas;
-		it->data = s->read + HDR;
-		it->len = len;
-	} else if (r != CACHED_MISS) {
-		/* Delete it unless a writer replaced it meanwhile. */
-		mu = lock_of(st, key, klen);
-		pthread_mutex_lock(mu);
-		if (lookup(st, s, key, klen, &h, &len) > CACHED_MISS)
-			admit_lru_delete(s->lru, key, klen);
-		pthread_mutex_unlock(mu);
-	}
+	admit_lru_get_with_hashed(s->lru, h, key, klen, lend_item, &l);
 	hz_release(st, s);
-	return r;
+	return l.hit ? CACHED_HIT : CACHED_MISS;
 }
 
-enum cached_result
-cached_store_update(struct cached_store *st, struct cached_scratch *s,
-                    const struct cached_req *req, const char *data)
-{
-	pthread_mutex_t *mu = lock_of(st, req->key, req->klen);
-	struct hdr h = { 0 }, old;
-	enum cached_result r;
-	enum cached_lookup found;
-	size_t oldlen, n = req->bytes;
+/* ---- read-modify-write: one admit_lru_compute ------------------------- */
 
-	if (n > st->max_item)
-		return CACHED_TOO_LARGE;
-	h.flags = req->flags;
-	h.exptime = abs_exptime(req->exptime, time(NULL));
-	begin(st, s);
-	pthread_mutex_lock(mu);
-	found = req->cmd == CACHED_SET ? CACHED_MISS
-	        : lookup(st, s, req->key, req->klen, &old, &oldlen);
-	switch (req->cmd) {
-	case CACHED_ADD:
-		r = found == CACHED_HIT ? CACHED_NOT_STORED
-		    : store(st, s, req->key, req->klen, &h, data, n, false);
-		break;
-	case CACHED_REPLACE:
-		r = found != CACHED_HIT ? CACHED_NOT_STORED
-		    : store(st, s, req->key, req->klen, &h, data, n, false);
-		break;
-	case CACHED_CAS:
-		r = found != CACHED_HIT ? CACHED_NOT_FOUND
-		    : old.cas != req->cas ? CACHED_EXISTS
-		    : store(st, s, req->key, req->klen, &h, data, n, false);
-		break;
-	case CACHED_APPEND:
-	case CACHED_PREPEND:
-		if (found != CACHED_HIT) {
-			r = CACHED_NOT_STORED;
-			break;
-		}
-		if (oldlen + n > st->max_item) {
-			r = CACHED_TOO_LARGE;
-			break;
-		}
-		/* The item keeps its flags and expiry. */
-		if (req->cmd == CACHED_APPEND) {
-			memcpy(s->write + HDR, s->read + HDR, oldlen);
-			memcpy(s->write + HDR + oldlen, data, n);
-		} else {
-			memcpy(s->write + HDR, data, n);
-			memcpy(s->write + HDR + n, s->read + HDR, oldlen);
-		}
-		r = store(st, s, req->key, req->klen, &old, s->write + HDR,
-		          oldlen + n, false);
-		break;
-	default:
-		r = store(st, s, req->key, req->klen, &h, data, n, false);
-		break;
-	}
-	pthread_mutex_unlock(mu);
-	hz_release(st, s);
-	return r;
+struct upd {
+	struct cached_store *st;
+	const struct cached_req *req;
+	const char *data;         /* the request's data block */
+	uint64_t expires;         /* the request's exptime on lru's clock */
+	enum cached_result r;     /* the reply, unless the store fails */
+	uint64_t value;           /* incr/decr: the new number */
+};
+
+/* Whether up holds one of our items; *cas, *flags, *data, *len its parts. */
+static bool
+old_item(const struct admit_lru_update *up, uint64_t *cas, uint32_t *flags,
+         const char **data, size_t *len)
+{
+	if (!up->found || up->old_len < HDR)
+		return false;
+	hdr_get(up->old, cas, flags);
+	*data = (const char *)up->old + HDR;
+	*len = up->old_len - HDR;
+	return true;
 }
 
-enum cached_result
-cached_store_delete(struct cached_store *st, struct cached_scratch *s,
-                    const char *key, size_t klen)
+/*
+ * Writes the item header + a + b as up's new value, with a fresh CAS
+ * unique unless cas is given (touch).  Returns the verdict: ADMIT_LRU_STORE
+ * (if the buffer could not be had, admit_lru_compute reports why), or
+ * ADMIT_LRU_KEEP with u->r = CACHED_TOO_LARGE past --max-item.
+ */
+static enum admit_lru_verdict
+put(struct upd *u, struct admit_lru_update *up, uint32_t flags,
+    const uint64_t *cas, const char *a, size_t alen, const char *b,
+    size_t blen)
 {
-	pthread_mutex_t *mu = lock_of(st, key, klen);
-	struct hdr h;
-	size_t len;
-	enum cached_lookup found;
+	char *p;
 
-	begin(st, s);
-	pthread_mutex_lock(mu);
-	found = lookup(st, s, key, klen, &h, &len);
-	if (found != CACHED_MISS)
-		admit_lru_delete(s->lru, key, klen);
-	pthread_mutex_unlock(mu);
-	hz_release(st, s);
-	return found == CACHED_HIT ? CACHED_DELETED : CACHED_NOT_FOUND;
+	if (alen > u->st->max_item || blen > u->st->max_item - alen) {
+		u->r = CACHED_TOO_LARGE;
+		return ADMIT_LRU_KEEP;
+	}
+	p = admit_lru_update_alloc(up, HDR + alen + blen);
+	if (!p)
+		return ADMIT_LRU_STORE;
+	hdr_put(p, cas ? *cas : atomic_fetch_add(&u->st->cas_seq, 1) + 1, flags);
+	if (alen)
+		memcpy(p + HDR, a, alen);
+	if (blen)
+		memcpy(p + HDR + alen, b, blen);
+	return ADMIT_LRU_STORE;
 }
 
 /* A decimal number, optionally followed by spaces (memcached pads). */
@@ -484,63 +431,166 @@ parse_number(const char *p, size_t n, uint64_t *out)
 	return true;
 }
 
-enum cached_result
-cached_store_arith(struct cached_store *st, struct cached_scratch *s,
-                   const struct cached_req *req, uint64_t *value)
+/* The updater of every read-modify-write command; runs under the key's
+ * shard mutex. */
+static enum admit_lru_verdict
+updater(struct admit_lru_update *up, void *arg)
 {
-	pthread_mutex_t *mu = lock_of(st, req->key, req->klen);
-	struct hdr h;
-	size_t len;
-	uint64_t v;
-	enum cached_result r;
+	struct upd *u = arg;
+	const struct cached_req *req = u->req;
+	const char *old;
+	size_t oldlen, n = (size_t)req->bytes;
+	uint64_t cas, v;
+	uint32_t flags;
+	bool found = old_item(up, &cas, &flags, &old, &oldlen);
 	char num[24];
+	int len;
 
-	begin(st, s);
-	pthread_mutex_lock(mu);
-	if (lookup(st, s, req->key, req->klen, &h, &len) != CACHED_HIT) {
-		r = CACHED_NOT_FOUND;
-	} else if (!parse_number(s->read + HDR, len, &v)) {
-		r = CACHED_NON_NUMERIC;
-	} else {
+	switch (req->cmd) {
+	case CACHED_ADD:
+	case CACHED_REPLACE:
+		if (found != (req->cmd == CACHED_REPLACE)) {
+			u->r = CACHED_NOT_STORED;
+			return ADMIT_LRU_KEEP;
+		}
+		u->r = CACHED_STORED;
+		up->expires = u->expires;
+		return put(u, up, req->flags, NULL, u->data, n, NULL, 0);
+	case CACHED_CAS:
+		if (!found || cas != req->cas) {
+			u->r = found ? CACHED_EXISTS : CACHED_NOT_FOUND;
+			return ADMIT_LRU_KEEP;
+		}
+		u->r = CACHED_STORED;
+		up->expires = u->expires;
+		return put(u, up, req->flags, NULL, u->data, n, NULL, 0);
+	case CACHED_APPEND:
+	case CACHED_PREPEND:
+		if (!found) {
+			u->r = CACHED_NOT_STORED;
+			return ADMIT_LRU_KEEP;
+		}
+		/* The item keeps its flags and expiry (up->expires is
+		 * old_expires already). */
+		u->r = CACHED_STORED;
+		if (req->cmd == CACHED_APPEND)
+			return put(u, up, flags, NULL, old, oldlen, u->data, n);
+		return put(u, up, flags, NULL, u->data, n, old, oldlen);
+	case CACHED_INCR:
+	case CACHED_DECR:
+		if (!found) {
+			u->r = CACHED_NOT_FOUND;
+			return ADMIT_LRU_KEEP;
+		}
+		if (!parse_number(old, oldlen, &v)) {
+			u->r = CACHED_NON_NUMERIC;
+			return ADMIT_LRU_KEEP;
+		}
 		if (req->cmd == CACHED_INCR)
 			v += req->delta;  /* wraps at 2^64, as memcached does */
 		else
 			v = req->delta > v ? 0 : v - req->delta;
-		len = (size_t)snprintf(num, sizeof(num), "%llu",
-		                       (unsigned long long)v);
-		r = store(st, s, req->key, req->klen, &h, num, len, false);
-		if (r == CACHED_STORED) {
-			*value = v;
-			r = CACHED_NUMBER;
+		len = snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
+		u->r = CACHED_NUMBER;
+		u->value = v;
+		return put(u, up, flags, NULL, num, (size_t)len, NULL, 0);
+	case CACHED_TOUCH:
+		if (!found) {
+			u->r = CACHED_NOT_FOUND;
+			return ADMIT_LRU_KEEP;
 		}
+		/* memcached's touch keeps the CAS unique: a gets before it
+		 * still guards a cas after it. */
+		u->r = CACHED_TOUCHED;
+		up->expires = u->expires;
+		return put(u, up, flags, &cas, old, oldlen, NULL, 0);
+	default:
+		u->r = CACHED_NOMEM;  /* not a read-modify-write: cannot happen */
+		return ADMIT_LRU_KEEP;
 	}
-	pthread_mutex_unlock(mu);
+}
+
+/* Runs req as one admit_lru_compute. */
+static enum cached_result
+compute(struct cached_store *st, struct cached_scratch *s,
+        const struct cached_req *req, const char *data, uint64_t *value)
+{
+	struct upd u = { .st = st, .req = req, .data = data, .r = CACHED_NOMEM };
+	uint64_t h = begin(st, s, req->key, req->klen);
+	enum admit_status rc;
+
+	u.expires = expires_at(s->lru, req->exptime);
+	rc = admit_lru_compute_hashed(s->lru, h, req->key, req->klen, updater, &u);
 	hz_release(st, s);
-	return r;
+	switch (rc) {
+	case ADMIT_OK:
+	case ADMIT_REJECTED:  /* stored, then turned away by admission */
+		if (u.r == CACHED_NUMBER && value)
+			*value = u.value;
+		return u.r;
+	case ADMIT_ETOOBIG:
+		return CACHED_TOO_LARGE;
+	default:
+		return CACHED_NOMEM;
+	}
+}
+
+enum cached_result
+cached_store_update(struct cached_store *st, struct cached_scratch *s,
+                    const struct cached_req *req, const char *data)
+{
+	size_t n = (size_t)req->bytes;
+	uint64_t h;
+	enum admit_status rc;
+
+	if (req->bytes > st->max_item)
+		return CACHED_TOO_LARGE;
+	if (req->cmd != CACHED_SET)
+		return compute(st, s, req, data, NULL);
+	/* A set reads nothing: one admit_lru_set of the item built in
+	 * s->write. */
+	h = begin(st, s, req->key, req->klen);
+	hdr_put(s->write, atomic_fetch_add(&st->cas_seq, 1) + 1, req->flags);
+	if (n)
+		memcpy(s->write + HDR, data, n);
+	rc = admit_lru_set_expiring_hashed(s->lru, h, req->key, req->klen,
+	                                   s->write, HDR + n,
+	                                   expires_at(s->lru, req->exptime));
+	hz_release(st, s);
+	switch (rc) {
+	case ADMIT_OK:
+	case ADMIT_REJECTED:  /* stored, then turned away by admission */
+		return CACHED_STORED;
+	case ADMIT_ETOOBIG:
+		return CACHED_TOO_LARGE;
+	default:
+		return CACHED_NOMEM;
+	}
+}
+
+enum cached_result
+cached_store_delete(struct cached_store *st, struct cached_scratch *s,
+                    const char *key, size_t klen)
+{
+	uint64_t h = begin(st, s, key, klen);
+	enum admit_status rc = admit_lru_delete_hashed(s->lru, h, key, klen);
+
+	hz_release(st, s);
+	return rc == ADMIT_OK ? CACHED_DELETED : CACHED_NOT_FOUND;
+}
+
+enum cached_result
+cached_store_arith(struct cached_store *st, struct cached_scratch *s,
+                   const struct cached_req *req, uint64_t *value)
+{
+	return compute(st, s, req, NULL, value);
 }
 
 enum cached_result
 cached_store_touch(struct cached_store *st, struct cached_scratch *s,
                    const struct cached_req *req)
 {
-	pthread_mutex_t *mu = lock_of(st, req->key, req->klen);
-	struct hdr h;
-	size_t len;
-	enum cached_result r = CACHED_NOT_FOUND;
-
-	begin(st, s);
-	pthread_mutex_lock(mu);
-	if (lookup(st, s, req->key, req->klen, &h, &len) == CACHED_HIT) {
-		/* memcached's touch keeps the CAS unique: a gets before it
-		 * still guards a cas after it. */
-		h.exptime = abs_exptime(req->exptime, time(NULL));
-		r = store(st, s, req->key, req->klen, &h, s->read + HDR, len, true);
-		if (r == CACHED_STORED)
-			r = CACHED_TOUCHED;
-	}
-	pthread_mutex_unlock(mu);
-	hz_release(st, s);
-	return r;
+	return compute(st, s, req, NULL, NULL);
 }
 
 void
@@ -548,69 +598,40 @@ cached_store_stats(struct cached_store *st, struct cached_store_stats *out)
 {
 	struct admit_lru_stats *ls = &out->lru;
 
+	flush_due(st);
 	/* Under flush_mu no swap can free the admit_lru read here. */
 	pthread_mutex_lock(&st->flush_mu);
 	if (admit_lru_stats(atomic_load(&st->lru), ls) != ADMIT_OK)
 		memset(ls, 0, sizeof(*ls));
 	add_stats(ls, &st->base);
 	pthread_mutex_unlock(&st->flush_mu);
-	out->expiry_indexed = cached_expiry_count(st->exp);
-	out->expiry_index_bytes = cached_expiry_bytes(st->exp);
-	out->expiry_unindexed = cached_expiry_refused(st->exp);
-	/* relaxed: a statistic, ordering nothing */
-	out->reclaimed = atomic_load_explicit(&st->reclaimed, memory_order_relaxed);
 }
 
-/* Deletes the item e names if it is still the one indexed and has
- * expired; an item replaced (a new CAS) or touched (a later expiry time)
- * stays. */
-static void
-reap_one(struct cached_store *st, struct cached_scratch *s,
-         const struct cached_expiry_entry *e)
-{
-	pthread_mutex_t *mu = lock_of(st, e->key, e->klen);
-	struct hdr h;
-	size_t len;
-
-	begin(st, s);
-	pthread_mutex_lock(mu);
-	if (lookup(st, s, e->key, e->klen, &h, &len) == CACHED_EXPIRED &&
-	    h.cas == e->cas && admit_lru_delete(s->lru, e->key, e->klen) == ADMIT_OK)
-		/* relaxed: a statistic, ordering nothing */
-		atomic_fetch_add_explicit(&st->reclaimed, 1, memory_order_relaxed);
-	pthread_mutex_unlock(mu);
-	hz_release(st, s);
-}
-
-/* Once a second (at once while a backlog lasts): a due delayed flush,
- * then every expired item indexed. */
+/* Once a second: a due delayed flush, then the expired items of every
+ * shard (sets reclaim them too, but only on the shards they touch). */
 static void *
-reaper_main(void *arg)
+maint_main(void *arg)
 {
 	struct cached_store *st = arg;
-	struct cached_expiry_entry e;
+	struct cached_scratch *s = &st->maint_scratch;
 
 	for (;;) {
-		uint32_t now = (uint32_t)time(NULL);
-		unsigned n = 0;
 		struct timespec until;
 
-		flush_due(st, now);
-		while (n < REAP_BATCH && cached_expiry_pop(st->exp, now, &e)) {
-			reap_one(st, &st->reap_scratch, &e);
-			n++;
-		}
-		pthread_mutex_lock(&st->reap_mu);
-		if (n < REAP_BATCH && !st->stopping) {
+		flush_due(st);
+		hz_acquire(st, s);
+		admit_lru_expire(s->lru);
+		hz_release(st, s);
+		pthread_mutex_lock(&st->maint_mu);
+		if (!st->stopping) {
 			clock_gettime(CLOCK_REALTIME, &until);
 			until.tv_sec += 1;
-			until.tv_nsec = 0;
-			pthread_cond_timedwait(&st->reap_cv, &st->reap_mu, &until);
+			pthread_cond_timedwait(&st->maint_cv, &st->maint_mu, &until);
 		}
 		if (st->stopping) {
-			pthread_mutex_unlock(&st->reap_mu);
+			pthread_mutex_unlock(&st->maint_mu);
 			return NULL;
 		}
-		pthread_mutex_unlock(&st->reap_mu);
+		pthread_mutex_unlock(&st->maint_mu);
 	}
 }

@@ -1,18 +1,24 @@
 /*
  * store.h - admit-cached's items on top of admit_lru.
  *
- * An item is stored in admit_lru as one value: a small header (flags,
- * expiry, CAS unique) followed by the data.  Commands that read, decide and
- * write (add, replace, append, prepend, cas, incr, decr, touch) hold one of
- * a striped array of mutexes chosen by the key's hash for the whole
- * sequence; every write, plain set and delete included, takes that mutex,
- * so each key's changes are atomic.  Reads take no mutex of ours: one
- * admit_lru_get is atomic by itself.
+ * An item is stored in admit_lru as one value: a 12-byte header (CAS
+ * unique, flags) followed by the data; its expiry time is the entry's own
+ * (admit_lru_set_expiring), so an expired item is invisible at once and its
+ * capacity is reclaimed by admit_lru's timer wheels.  Each command hashes
+ * its key once (admit_lru_hash) and makes one _hashed call: set and delete
+ * directly, add, replace, append, prepend, cas, incr, decr and touch as one
+ * admit_lru_compute, which reads, decides and writes under the key's shard
+ * mutex, so each key's changes are atomic with no lock of ours.  A get
+ * lends the item to the caller's reader inside admit_lru's read section
+ * (admit_lru_get_with): the data is copied once, by the reader.
  *
  * flush_all swaps in an empty admit_lru (the capacity is free at once); a
- * reaper thread deletes expired items by expiry time (expiry.h).  Memory:
- * --memory for the items, up to --memory / 32 (at least 64 KiB) for the
- * expiry index, two item-sized buffers per thread (struct cached_scratch).
+ * maintenance thread carries out a due delayed flush_all and removes
+ * expired items from every shard once a second (admit_lru_expire).
+ * Memory: --memory for the items as admit_lru charges them, plus 32 bytes
+ * per item stored with an expiry time or by a read-modify-write command
+ * (admit_lru does not charge them) and one item-sized buffer per thread
+ * (struct cached_scratch).
  */
 #ifndef CACHED_STORE_H
 #define CACHED_STORE_H
@@ -34,34 +40,37 @@ enum cached_result {
 	CACHED_TOO_LARGE, CACHED_NOMEM,
 };
 
+/* An item lent to a reader: data points into the cache, valid only until
+ * the reader returns. */
 struct cached_item {
 	uint32_t flags;
 	uint64_t cas;
-	const char *data;   /* into the caller's buffer */
+	const char *data;
 	size_t len;
 };
 
-/* How a lookup went.  (CACHED_FLUSHED is no longer returned: flush_all
- * empties the cache at once.) */
+/* How a lookup went.  (CACHED_EXPIRED and CACHED_FLUSHED are no longer
+ * returned: an expired or flushed item is absent.) */
 enum cached_lookup { CACHED_HIT, CACHED_MISS, CACHED_EXPIRED, CACHED_FLUSHED };
 
 /*
- * Per-thread scratch space: one item's header plus max_item bytes, twice
- * (what is read, and what is built to be written).
+ * A reader of a hit (cached_store_get): called once, inside admit_lru's
+ * read section.  It may copy the data out; it must not block, keep a
+ * pointer into it, or call the store.
  */
+typedef void (*cached_reader_t)(const struct cached_item *it, void *arg);
+
+/* Per-thread scratch space: a set's value (header + data) is built here. */
 struct cached_scratch {
-	char *read, *write;
+	char *write;
 	size_t cap;
 	unsigned slot;           /* its hazard slot in the store */
 	struct admit_lru *lru;   /* the cache the current command uses */
 };
 
 struct cached_store_stats {
-	struct admit_lru_stats lru;   /* hits .. evicted summed over flushes */
-	uint64_t expiry_indexed;      /* entries in the expiry index */
-	uint64_t expiry_index_bytes;
-	uint64_t expiry_unindexed;    /* items left to lazy expiry: index full */
-	uint64_t reclaimed;           /* expired items the reaper deleted */
+	struct admit_lru_stats lru;   /* hits .. evicted and expired summed
+	                               * over flushes */
 };
 
 int cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
@@ -73,11 +82,11 @@ void cached_store_free(struct cached_store *st);
 int cached_scratch_init(struct cached_scratch *s, struct cached_store *st);
 void cached_scratch_free(struct cached_scratch *s);
 
-/* Looks key up; *it is valid on CACHED_HIT only.  An expired or flushed
- * item found is deleted. */
+/* Looks key up; on CACHED_HIT, fn(item, arg) has been called once with
+ * it (see cached_reader_t).  CACHED_MISS otherwise. */
 enum cached_lookup cached_store_get(struct cached_store *st,
                                     struct cached_scratch *s, const char *key,
-                                    size_t klen, struct cached_item *it);
+                                    size_t klen, cached_reader_t fn, void *arg);
 
 /* set/add/replace/append/prepend/cas of data[0..req->bytes). */
 enum cached_result cached_store_update(struct cached_store *st,

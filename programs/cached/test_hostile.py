@@ -8,6 +8,9 @@
 #   mget       a get of thousands of keys (a line past --max-line) answered
 #   memcslap   memcslap --test=mget reads every key, as from memcached
 #   touch      touch keeps the CAS unique
+#   exptime    memcached's exptime rules on the cache's own expiry (Unix
+#              times, append/incr keep it, touch moves it)
+#   atomic     concurrent appends to one key all land
 #   stalled    many stalled uploads stay within --conn-memory plus the
 #              per-connection allowance (checked on the server's RSS)
 # Run by make check through test_hostile.sh; needs only python3.
@@ -203,6 +206,63 @@ def t_expiry(port):
     c.close()
 
 
+def t_exptime(port):
+    """memcached's exptime rules on the cache's own expiry: a Unix time
+    (above 30 days) in the future or past, append/incr keep the expiry,
+    touch moves it, an expired key is absent to add."""
+    c = Conn(port)
+    now = int(time.time())
+    c.cmd(b"set ex_abs 0 %d 1\r\na\r\n" % (now + 2))
+    c.cmd(b"set ex_past 0 %d 1\r\np\r\n" % (now - 10))
+    c.cmd(b"set ex_app 0 2 1\r\na\r\n")
+    c.cmd(b"append ex_app 0 0 1\r\nb\r\n")
+    c.cmd(b"set ex_num 0 2 1\r\n5\r\n")
+    c.cmd(b"incr ex_num 1\r\n")
+    c.cmd(b"set ex_tlong 0 2 1\r\nl\r\n")
+    c.cmd(b"touch ex_tlong 100\r\n")
+    c.cmd(b"set ex_tshort 0 0 1\r\ns\r\n")
+    c.cmd(b"touch ex_tshort 2\r\n")
+    keys = b"ex_abs ex_past ex_app ex_num ex_tlong ex_tshort"
+    c.send(b"get " + keys + b"\r\n")
+    v0, _ = c.get_reply()
+    check("exptime: a past Unix time expires at once, the rest readable",
+          sorted(v0) == [b"ex_abs", b"ex_app", b"ex_num", b"ex_tlong", b"ex_tshort"]
+          and v0[b"ex_app"][1] == b"ab" and v0[b"ex_num"][1] == b"6", repr(v0))
+    time.sleep(3.2)
+    c.send(b"get " + keys + b"\r\n")
+    v1, _ = c.get_reply()
+    check("exptime: Unix time, append, incr and touch honoured",
+          list(v1) == [b"ex_tlong"], repr(v1))
+    check("exptime: an expired key is absent to add",
+          c.cmd(b"add ex_app 0 0 1\r\nn\r\n") == b"STORED")
+    c.close()
+
+
+def t_atomic(port):
+    """4 connections append 200 bytes each to one key, one by one: every
+    byte lands (append is one read-modify-write in the cache)."""
+    c = Conn(port)
+    c.cmd(b"set at_app 0 0 0\r\n\r\n")
+
+    def worker(ch):
+        w = Conn(port)
+        for _ in range(200):
+            w.cmd(b"append at_app 0 0 1\r\n%s\r\n" % ch)
+        w.close()
+
+    ts = [threading.Thread(target=worker, args=(ch,)) for ch in (b"a", b"b", b"c", b"d")]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    c.send(b"get at_app\r\n")
+    v, _ = c.get_reply()
+    d = v.get(b"at_app", (0, b""))[1]
+    check("atomic: 4 x 200 concurrent appends give 800 bytes",
+          len(d) == 800 and all(d.count(ch) == 200 for ch in b"abcd"), "%d" % len(d))
+    c.close()
+
+
 def t_mget(port):
     """One get of 3000 keys (a 24 KB line, --max-line 8192) and one gets."""
     c = Conn(port)
@@ -313,7 +373,7 @@ def main():
     p, port = start("--memory", "8", "--threads", "2")
     try:
         for t in (t_stream, t_touch, t_mget, t_memcslap, t_flush_at,
-                  t_flush_cap, t_expiry):
+                  t_flush_cap, t_expiry, t_exptime, t_atomic):
             try:
                 t(port)
             except (OSError, EOFError, ValueError, KeyError, IndexError) as e:
