@@ -334,12 +334,10 @@ lookup_w(const struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
 {
 	struct probe q = { .p = *p };
 	struct stripe_reader r;
-	_Atomic uint64_t *retries = &stats_of(f, p->i1)->read_retries;
 
 	probe_init(&q, f, w, &r);
 #ifdef ADMIT_BROKEN_SKIP_VALIDATION
 	/* ...and believe a miss without validating it: wrong. */
-	(void)retries;
 	return probe_match_any(&q);
 #endif
 	/* stripe_read_try(), with the match inline. */
@@ -349,8 +347,7 @@ lookup_w(const struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
 			return true;
 		if (stripe_read_end(&r))
 			return false;
-		/* relaxed: an event counter. */
-		atomic_fetch_add_explicit(retries, 1, memory_order_relaxed);
+		stat_bump(&stats_of(f, p->i1)->read_retries);
 	}
 	return lookup_slow(f, *p);
 }
@@ -362,28 +359,50 @@ key_ok(const void *key, size_t len)
 }
 
 static inline __attribute__((always_inline)) bool
-contains_w(const struct admit_cuckoo *f, const void *key, size_t len,
-           unsigned w)
+contains_hashed(const struct admit_cuckoo *f, uint64_t h, unsigned w)
 {
 	struct cuckoo_pos p;
 
-	cuckoo_locate_bits(f, key, len, w ? w : f->fp_bits, &p);
+	cuckoo_locate_hash(f, h, w ? w : f->fp_bits, &p);
 	return lookup_w(f, &p, w);
+}
+
+/* Keys of any length, and counting filters: out of line, so that the
+ * common call (an 8-byte key, a membership filter) makes no call but a
+ * tail call, and needs no callee-saved register to be pushed. */
+static __attribute__((noinline)) bool
+contains_any8(const struct admit_cuckoo *f, const void *key, size_t len)
+{
+	return contains_hashed(f, admit_hash(key, len, f->seed), 8);
+}
+
+static __attribute__((noinline)) bool
+contains_any16(const struct admit_cuckoo *f, const void *key, size_t len)
+{
+	return contains_hashed(f, admit_hash(key, len, f->seed), 16);
+}
+
+static __attribute__((noinline)) bool
+contains_any(const struct admit_cuckoo *f, const void *key, size_t len)
+{
+	return contains_hashed(f, admit_hash(key, len, f->seed), 0);
 }
 
 bool
 admit_cuckoo_contains(const struct admit_cuckoo *f, const void *key, size_t len)
 {
+	uint64_t h;
+
 	if (!f || !key_ok(key, len))
 		return false;
-	switch (f->lookup_width) {
-	case 8:
-		return contains_w(f, key, len, 8);
-	case 16:
-		return contains_w(f, key, len, 16);
-	default:
-		return contains_w(f, key, len, 0);
-	}
+	if (len != 8 || f->lookup_width == 0)
+		return f->lookup_width == 8 ? contains_any8(f, key, len) :
+		       f->lookup_width == 16 ? contains_any16(f, key, len) :
+		       contains_any(f, key, len);
+	h = admit_hash(key, 8, f->seed);
+	if (f->lookup_width == 16)
+		return contains_hashed(f, h, 16);
+	return contains_hashed(f, h, 8);
 }
 
 unsigned

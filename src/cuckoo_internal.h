@@ -184,18 +184,25 @@ cuckoo_alt(const struct admit_cuckoo *f, uint32_t i, uint32_t fp)
 	return t >= i ? t - i : t + (f->m - i);
 }
 
-/* fp_bits is f->fp_bits, passed so that a caller specialised for a width
- * can make it a constant. */
+/* Where the key with hash h lives.  fp_bits is f->fp_bits, passed so that a
+ * caller specialised for a width can make it a constant. */
 static inline __attribute__((always_inline)) void
-cuckoo_locate_bits(const struct admit_cuckoo *f, const void *key, size_t len,
-                   unsigned fp_bits, struct cuckoo_pos *p)
+cuckoo_locate_hash(const struct admit_cuckoo *f, uint64_t h, unsigned fp_bits,
+                   struct cuckoo_pos *p)
 {
-	uint64_t h = admit_hash(key, len, f->seed);
 	uint32_t fp = (uint32_t)(h >> (64 - fp_bits));
 
 	p->fp = fp ? fp : 1;
 	p->i1 = admit_fastrange32((uint32_t)h, f->m);
 	p->i2 = cuckoo_alt(f, p->i1, p->fp);
+}
+
+
+static inline __attribute__((always_inline)) void
+cuckoo_locate_bits(const struct admit_cuckoo *f, const void *key, size_t len,
+                   unsigned fp_bits, struct cuckoo_pos *p)
+{
+	cuckoo_locate_hash(f, admit_hash(key, len, f->seed), fp_bits, p);
 }
 
 static inline void
