@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +95,10 @@ cuckoo_unlock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b)
 	stripe_unlock(&f->seq[sa]);
 }
 
+/* admit/cuckoo_inline.h reads the view at the start of the filter. */
+_Static_assert(offsetof(struct admit_cuckoo, view) == 0,
+               "struct admit_cuckoo_view must come first");
+
 /* ---- creation ----------------------------------------------------------- */
 
 uint32_t
@@ -161,6 +166,12 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 		admit_cuckoo_free(f);
 		return ADMIT_NOMEM;
 	}
+	f->view = (struct admit_cuckoo_view){
+		.table = f->t32 ? (const void *)f->t32 : (const void *)f->t64,
+		.seq = f->seq, .seed = f->seed, .m = f->m,
+		.stripe_mask = f->stripe_mask, .alt_seed = f->alt_seed,
+		.width = f->lookup_width,
+	};
 	*out = f;
 	return ADMIT_OK;
 }
@@ -246,22 +257,23 @@ probe_load(struct probe *q, unsigned w)
 	}
 }
 
-/* Some lane of b holds fp (membership slots of width w): the classic
- * "has a zero lane" test on b ^ fp in every lane; exact as a yes/no. */
-static inline __attribute__((always_inline)) bool
+/* Non-zero if some lane of b holds fp (membership slots of width w): the
+ * classic "has a zero lane" test on b ^ fp in every lane, exact as a yes/no
+ * (which lane it flags may be wrong). */
+static inline __attribute__((always_inline)) uint64_t
 swar_has(uint64_t b, uint32_t fp, unsigned w)
 {
 	uint64_t ones = w == 8 ? 0x01010101ull : 0x0001000100010001ull;
 	uint64_t x = b ^ (uint64_t)fp * ones;
 
-	return ((x - ones) & ~x & ones << (w - 1)) != 0;
+	return (x - ones) & ~x & ones << (w - 1);
 }
 
 static inline __attribute__((always_inline)) bool
 probe_match_w(struct probe *q, unsigned w)
 {
 	probe_load(q, w);
-	return swar_has(q->b1, q->p.fp, w) | swar_has(q->b2, q->p.fp, w);
+	return (swar_has(q->b1, q->p.fp, w) | swar_has(q->b2, q->p.fp, w)) != 0;
 }
 
 /* stripe_read() callbacks: a match stands without validation (the
@@ -284,8 +296,8 @@ probe_match_any(void *arg)
 	struct probe *q = arg;
 
 	probe_load(q, q->f->slot_bits);
-	return lanes_matching(q->f, q->b1, q->p.fp) |
-	       lanes_matching(q->f, q->b2, q->p.fp);
+	return (lanes_matching(q->f, q->b1, q->p.fp) |
+	        lanes_matching(q->f, q->b2, q->p.fp)) != 0;
 }
 
 /* For admit_cuckoo_count(): only the validated pair will do. */

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include <admit/cuckoo.h>
+#include <admit/cuckoo_inline.h>
 
 #include "hash.h"
 
@@ -38,6 +39,11 @@ struct cuckoo_stripe_stats {
 };
 
 struct admit_cuckoo {
+	/* What admit_cuckoo_contains_inline() reads (admit/cuckoo_inline.h):
+	 * copies of fields below, set once by cuckoo_create().  First, by
+	 * that header's contract. */
+	struct admit_cuckoo_view view;
+
 	/* Exactly one of t32 / t64 is the table, by slot_bits. */
 	_Atomic uint32_t *t32;
 	_Atomic uint64_t *t64;
