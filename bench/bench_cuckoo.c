@@ -11,6 +11,8 @@
  *   textbook     the single-threaded cuckoo filter of the CoNEXT 2014 paper
  *                (textbook.h), 1 thread only; its contains_many row is 16
  *                single lookups;
+ *   admit-inline the same filter, lookups by admit_cuckoo_contains_inline()
+ *                (admit/cuckoo_inline.h), the rest by the library;
  *   admit-mutex  the same filter behind one global pthread_mutex;
  *   bloom        a blocked Bloom filter of the same memory (bloom.c);
  *   lfht         liburcu's cds_lfht holding 64-bit key hashes (lfht_set.c);
@@ -37,6 +39,7 @@
 #include <unistd.h>
 
 #include <admit/admit.h>
+#include <admit/cuckoo_inline.h>
 
 #include "benchutil.h"
 
@@ -46,9 +49,11 @@
 
 /* ---- what is measured --------------------------------------------------- */
 
-enum kind { S_ADMIT, S_TEXTBOOK, S_MUTEX, S_BLOOM, S_LFHT, S_LCUCKOO, NKIND };
-static const char *kind_name[NKIND] = { "admit", "textbook", "admit-mutex",
-                                        "bloom", "lfht", "libcuckoo" };
+enum kind { S_ADMIT, S_TEXTBOOK, S_INLINE, S_MUTEX, S_BLOOM, S_LFHT,
+            S_LCUCKOO, NKIND };
+static const char *kind_name[NKIND] = { "admit", "textbook", "admit-inline",
+                                        "admit-mutex", "bloom", "lfht",
+                                        "libcuckoo" };
 
 enum op { OP_INSERT, OP_POS, OP_NEG, OP_MIXED, OP_DELETE, OP_MANY,
           OP_INSERT_MANY, NOPS };
@@ -78,7 +83,7 @@ static struct {
 	.n = 16u << 20, .bits = 16, .seconds = 0.2, .seed = 42, .reps = 5,
 	.nthreads = 4, .threads = { 1, 2, 8, 16 },
 	.nloads = 4, .loads = { 50, 75, 90, 95 },
-	.want = { true, true, true, true, true, true },
+	.want = { true, true, true, true, true, true, true },
 };
 
 /* results[kind][thread index][load index][op][rep]; NAN = not measured. */
@@ -202,6 +207,7 @@ subject_new(struct subject *s, enum kind kind, uint64_t seed)
 	s->seed = seed;
 	switch (kind) {
 	case S_ADMIT:
+	case S_INLINE:
 	case S_MUTEX:
 		if (admit_cuckoo_new(&cfg, &s->f) != ADMIT_OK)
 			die("admit_cuckoo_new failed");
@@ -248,13 +254,15 @@ subject_free(struct subject *s)
 #ifdef HAVE_LIBCUCKOO
 	bench_lcuckoo_free(s->lc);
 #endif
-	if (s->kind == S_ADMIT || s->kind == S_MUTEX)
+	if (s->kind == S_ADMIT || s->kind == S_INLINE || s->kind == S_MUTEX)
 		pthread_mutex_destroy(&s->mu);
 }
 
 static bool
 supports(enum kind k, enum op o)
 {
+	if (k == S_INLINE)
+		return o == OP_POS || o == OP_NEG;
 	if (o == OP_MANY)
 		return k == S_ADMIT || k == S_MUTEX || k == S_TEXTBOOK;
 	if (o == OP_INSERT_MANY)
@@ -271,6 +279,7 @@ s_insert(struct subject *s, uint64_t key)
 
 	switch (s->kind) {
 	case S_ADMIT:
+	case S_INLINE:
 		return admit_cuckoo_insert(s->f, &key, sizeof(key)) == ADMIT_OK;
 	case S_MUTEX:
 		pthread_mutex_lock(&s->mu);
@@ -301,6 +310,8 @@ s_contains(struct subject *s, uint64_t key)
 	switch (s->kind) {
 	case S_ADMIT:
 		return admit_cuckoo_contains(s->f, &key, sizeof(key));
+	case S_INLINE:
+		return admit_cuckoo_contains_inline(s->f, &key, sizeof(key));
 	case S_MUTEX:
 		pthread_mutex_lock(&s->mu);
 		ok = admit_cuckoo_contains(s->f, &key, sizeof(key));
@@ -328,6 +339,7 @@ s_delete(struct subject *s, uint64_t key)
 
 	switch (s->kind) {
 	case S_ADMIT:
+	case S_INLINE:
 		return admit_cuckoo_delete(s->f, &key, sizeof(key)) == ADMIT_OK;
 	case S_MUTEX:
 		pthread_mutex_lock(&s->mu);
@@ -607,7 +619,7 @@ measure(enum kind k, int ti, int rep)
 			insert_failures[k] += fails;
 			prev = items;
 		}
-		r[OP_INSERT][rep] = items / ins_time;
+		r[OP_INSERT][rep] = k == S_INLINE ? NAN : items / ins_time;
 		for (enum op o = OP_POS; o < NOPS; o++) {
 			if (!supports(k, o) || o == OP_INSERT_MANY)
 				continue;
@@ -907,6 +919,7 @@ print_table(const double lim[2][2])
 {
 	static const enum kind base[] = { S_TEXTBOOK, S_MUTEX, S_BLOOM, S_LFHT,
 	                                  S_LCUCKOO };
+	enum kind inl = S_INLINE;
 	enum { NBASE = sizeof(base) / sizeof(base[0]) };
 
 	printf("n = %llu items at 95 %% load (%llu slots), %u-bit fingerprints, "
@@ -915,9 +928,9 @@ print_table(const double lim[2][2])
 	       reps_done, opt.seconds, (unsigned long long)opt.seed,
 	       opt.cpu_clock ? "cpu" : "wall", ncpu);
 	printf("(textbook: 1 thread only; its contains_many is 16 single lookups)\n");
-	printf("\n%-3s %-4s %-13s %8s %8s %8s %8s %8s %8s  | admit / %-35s\n",
+	printf("\n%-3s %-4s %-13s %8s %8s %8s %8s %8s %8s %8s  | admit / %-35s | inline/textbk\n",
 	       "thr", "load", "op", "admit", "textbook", "mutex", "bloom", "lfht",
-	       "lcuckoo", "textbk   mutex   bloom    lfht lcuckoo");
+	       "lcuckoo", "inline", "textbk   mutex   bloom    lfht lcuckoo");
 	for (int ti = 0; ti < opt.nthreads; ti++) {
 		for (int li = 0; li < opt.nloads; li++) {
 			for (enum op o = 0; o < NOPS; o++) {
@@ -928,9 +941,12 @@ print_table(const double lim[2][2])
 				cell(8, a);
 				for (int b = 0; b < NBASE; b++)
 					cell(8, med(base[b], ti, li, o));
+				cell(8, med(inl, ti, li, o));
 				printf("  |");
 				for (int b = 0; b < NBASE; b++)
 					cell(7, a / med(base[b], ti, li, o));
+				printf(" |");
+				cell(7, med(inl, ti, li, o) / med(S_TEXTBOOK, ti, li, o));
 				putchar('\n');
 			}
 		}
@@ -942,7 +958,7 @@ print_table(const double lim[2][2])
 	for (int li = 0; li < opt.nloads; li++) {
 		printf("%3u%% ", opt.loads[li]);
 		for (enum kind k = 0; k < NKIND; k++)
-			if (k != S_MUTEX)
+			if (k != S_MUTEX && k != S_INLINE)
 				cell(8, opt.want[k] ? bits_per_item(k, li) : NAN);
 		for (enum kind k = S_LFHT; k <= S_LCUCKOO; k++)
 			cell(10, opt.want[k] && opt.want[S_ADMIT]
