@@ -399,6 +399,7 @@ END_TEST
 START_TEST(test_contains_inline)
 {
 	struct admit_cuckoo *f = make(20000, modes[_i].bits, modes[_i].counting);
+	struct admit_cuckoo_view v = admit_cuckoo_view_of(f);
 	unsigned agree = 0, fp = 0;
 
 	for (uint64_t k = 0; k < 19000; k++)
@@ -407,6 +408,7 @@ START_TEST(test_contains_inline)
 		bool lib = admit_cuckoo_contains(f, &k, sizeof(k));
 
 		ck_assert_int_eq(admit_cuckoo_contains_inline(f, &k, sizeof(k)), lib);
+		ck_assert_int_eq(admit_cuckoo_view_contains(&v, f, &k, sizeof(k)), lib);
 		ck_assert(k >= 19000 || lib);
 		fp += k >= 19000 && lib;
 		/* A 4-byte key: the library's path. */
@@ -419,6 +421,7 @@ START_TEST(test_contains_inline)
 	ck_assert_uint_gt(fp, 0);
 	ck_assert(!admit_cuckoo_contains_inline(NULL, &agree, 8));
 	ck_assert(!admit_cuckoo_contains_inline(f, NULL, 8));
+	ck_assert(!admit_cuckoo_view_contains(&v, f, NULL, 8));
 	admit_cuckoo_free(f);
 }
 END_TEST

@@ -2,8 +2,8 @@
  * admit/cuckoo_inline.h - an opt-in inline fast path for
  * admit_cuckoo_contains(), in the spirit of liburcu's _LGPL_SOURCE.
  *
- * Including this header is the opt-in: admit_cuckoo_contains_inline() is
- * then compiled into the caller, so a loop of lookups pays no call, no
+ * Including this header is the opt-in: admit_cuckoo_contains_inline() (and
+ * admit_cuckoo_view_contains(), for a loop) is then compiled into the caller, so a loop of lookups pays no call, no
  * argument shuffle and no per-call set-up of the hash seed (the compiler
  * hoists what depends only on the filter out of the loop).  The library call
  * stays the default; the contract is identical: same answers, same
@@ -67,29 +67,46 @@ admit_cuckoo_inline_has_(uint64_t b, uint32_t fp, unsigned width)
 }
 
 /*
- * admit_cuckoo_contains_inline - admit_cuckoo_contains(), inline.
+ * admit_cuckoo_view_of - a copy of the filter's view, for
+ * admit_cuckoo_view_contains().
+ *
+ * The view never changes while the filter lives, so a copy taken once (say
+ * before a loop of lookups) stays valid until admit_cuckoo_free().  A copy
+ * in a local variable lets the compiler keep its fields in registers across
+ * calls: it must re-read fields through the filter's pointer after every
+ * lookup's acquire loads.  f must not be NULL.
+ * Thread-safety: safe.
+ */
+static inline struct admit_cuckoo_view
+admit_cuckoo_view_of(const struct admit_cuckoo *f)
+{
+	return *(const struct admit_cuckoo_view *)f;
+}
+
+/*
+ * admit_cuckoo_view_contains - admit_cuckoo_contains(f, key, len), inline,
+ * through v, a copy of f's view (admit_cuckoo_view_of(f)).
  *
  * True if the key may be in the filter (false positives at the filter's
- * rate), false if it is certainly not.  No errors: a NULL filter, or a NULL
- * key with a non-zero length, answers false, as the library call does.
+ * rate), false if it is certainly not.  No errors: a NULL key with a
+ * non-zero length answers false, as the library call does.
  * Thread-safety: safe, as admit_cuckoo_contains(): optimistic, it takes no
  * lock and writes nothing; a miss is validated against both buckets' stripes
  * (a kick in flight is caught) and, if a writer held or took one, the call
  * is made again by the library, which waits the writer out.
  */
 static inline bool
-admit_cuckoo_contains_inline(const struct admit_cuckoo *f, const void *key,
-                             size_t len)
+admit_cuckoo_view_contains(const struct admit_cuckoo_view *v,
+                           const struct admit_cuckoo *f, const void *key,
+                           size_t len)
 {
-	const struct admit_cuckoo_view *v = (const struct admit_cuckoo_view *)f;
-	unsigned w;
+	unsigned w = v->width;
 	uint64_t h, b1, b2;
 	uint32_t fp, i1, i2, t, va, vb;
 	const _Atomic uint32_t *sa, *sb;
 
-	if (!f || !key || len != 8 || v->width == 0)
+	if (!key || len != 8 || w == 0)
 		return admit_cuckoo_contains(f, key, len);
-	w = v->width;
 	h = XXH3_64bits_withSeed(key, 8, v->seed);
 	fp = (uint32_t)(h >> (64 - w));
 	fp += fp == 0;
@@ -130,6 +147,23 @@ admit_cuckoo_contains_inline(const struct admit_cuckoo *f, const void *key,
 	    atomic_load_explicit(sb, memory_order_acquire) == vb)
 		return false;
 	return admit_cuckoo_contains(f, key, len);
+}
+
+/*
+ * admit_cuckoo_contains_inline - admit_cuckoo_contains(), inline: the same
+ * answers, errors (none: a NULL filter answers false) and guarantees.
+ * Thread-safety: safe, as admit_cuckoo_view_contains().
+ */
+static inline bool
+admit_cuckoo_contains_inline(const struct admit_cuckoo *f, const void *key,
+                             size_t len)
+{
+	struct admit_cuckoo_view v;
+
+	if (!f)
+		return false;
+	v = admit_cuckoo_view_of(f);
+	return admit_cuckoo_view_contains(&v, f, key, len);
 }
 
 #endif /* !__cplusplus */
