@@ -5,7 +5,14 @@
  * For a filter sized for n items (95 % load = n items) and each thread count
  * and load point: insert (from empty up to the load), positive and negative
  * lookups, mixed 90/5/5 (lookups/inserts/deletes), delete, and
- * contains_many, in Mops/s, the median of --reps repetitions.  Baselines:
+ * contains_many, in Mops/s, the median of --reps repetitions.  The keys of
+ * every timed phase are drawn into arrays before the clock starts, as a user
+ * holds the keys they look up.  Baselines:
+ *   textbook     the single-threaded cuckoo filter of the CoNEXT 2014 paper
+ *                (textbook.h), 1 thread only; its contains_many row is 16
+ *                single lookups;
+ *   admit-inline the same filter, lookups by admit_cuckoo_contains_inline()
+ *                (admit/cuckoo_inline.h), the rest by the library;
  *   admit-mutex  the same filter behind one global pthread_mutex;
  *   bloom        a blocked Bloom filter of the same memory (bloom.c);
  *   lfht         liburcu's cds_lfht holding 64-bit key hashes (lfht_set.c);
@@ -32,21 +39,27 @@
 #include <unistd.h>
 
 #include <admit/admit.h>
+#include <admit/cuckoo_inline.h>
 
 #include "benchutil.h"
 
 #include "hash.h"
 #include "sets.h"
+#include "textbook.h"
 
 /* ---- what is measured --------------------------------------------------- */
 
-enum kind { S_ADMIT, S_MUTEX, S_BLOOM, S_LFHT, S_LCUCKOO, NKIND };
-static const char *kind_name[NKIND] = { "admit", "admit-mutex", "bloom",
-                                        "lfht", "libcuckoo" };
+enum kind { S_ADMIT, S_TEXTBOOK, S_INLINE, S_MUTEX, S_BLOOM, S_LFHT,
+            S_LCUCKOO, NKIND };
+static const char *kind_name[NKIND] = { "admit", "textbook", "admit-inline",
+                                        "admit-mutex", "bloom", "lfht",
+                                        "libcuckoo" };
 
-enum op { OP_INSERT, OP_POS, OP_NEG, OP_MIXED, OP_DELETE, OP_MANY, NOPS };
+enum op { OP_INSERT, OP_POS, OP_NEG, OP_MIXED, OP_DELETE, OP_MANY,
+          OP_INSERT_MANY, NOPS };
 static const char *op_name[NOPS] = { "insert", "lookup+", "lookup-",
-                                     "mixed", "delete", "contains_many" };
+                                     "mixed", "delete", "contains_many",
+                                     "insert_many" };
 
 #define MAX_LIST 8
 #define MAX_REPS 25
@@ -70,7 +83,7 @@ static struct {
 	.n = 16u << 20, .bits = 16, .seconds = 0.2, .seed = 42, .reps = 5,
 	.nthreads = 4, .threads = { 1, 2, 8, 16 },
 	.nloads = 4, .loads = { 50, 75, 90, 95 },
-	.want = { true, true, true, true, true },
+	.want = { true, true, true, true, true, true, true },
 };
 
 /* results[kind][thread index][load index][op][rep]; NAN = not measured. */
@@ -83,6 +96,17 @@ static double max_load = NAN;
 static int reps_done; /* medians are over the repetitions done so far */
 
 /* ---- keys and time ------------------------------------------------------ */
+
+static uint64_t items_at(int li);
+
+/* present[i] = bench_key(i): the keys inserted, drawn once before any
+ * timing; each load point holds present[0 .. items_at(load)). */
+static uint64_t *present;
+static uint64_t npresent;
+
+/* Keys each thread of a timed phase cycles through, drawn before its
+ * clock starts (a multiple of MANY). */
+#define RING (1u << 20)
 
 /* Key i of the run is bench_key(i).  Present keys are i < 2^40, negative
  * ones have bit 63 set, the mixed phase's fresh keys bit 56. */
@@ -160,6 +184,7 @@ struct subject {
 	struct bench_bloom *bloom;
 	struct bench_lfht *lfht;
 	struct bench_lcuckoo *lc;
+	struct bench_textbook *tb;
 	uint64_t seed;
 };
 
@@ -182,6 +207,7 @@ subject_new(struct subject *s, enum kind kind, uint64_t seed)
 	s->seed = seed;
 	switch (kind) {
 	case S_ADMIT:
+	case S_INLINE:
 	case S_MUTEX:
 		if (admit_cuckoo_new(&cfg, &s->f) != ADMIT_OK)
 			die("admit_cuckoo_new failed");
@@ -196,6 +222,12 @@ subject_new(struct subject *s, enum kind kind, uint64_t seed)
 		admit_cuckoo_free(probe);
 		if (!s->bloom)
 			die("bloom: out of memory");
+		break;
+	case S_TEXTBOOK:
+		/* Sized for the most items any load point puts in. */
+		if (!(s->tb = bench_textbook_new(items_at(opt.nloads - 1),
+		                                 opt.bits, seed)))
+			die("textbook: out of memory");
 		break;
 	case S_LFHT:
 		if (!(s->lfht = bench_lfht_new(opt.n)))
@@ -218,18 +250,23 @@ subject_free(struct subject *s)
 	admit_cuckoo_free(s->f);
 	bench_bloom_free(s->bloom);
 	bench_lfht_free(s->lfht);
+	bench_textbook_free(s->tb);
 #ifdef HAVE_LIBCUCKOO
 	bench_lcuckoo_free(s->lc);
 #endif
-	if (s->kind == S_ADMIT || s->kind == S_MUTEX)
+	if (s->kind == S_ADMIT || s->kind == S_INLINE || s->kind == S_MUTEX)
 		pthread_mutex_destroy(&s->mu);
 }
 
 static bool
 supports(enum kind k, enum op o)
 {
+	if (k == S_INLINE)
+		return o == OP_POS || o == OP_NEG;
 	if (o == OP_MANY)
-		return k == S_ADMIT || k == S_MUTEX;
+		return k == S_ADMIT || k == S_MUTEX || k == S_TEXTBOOK;
+	if (o == OP_INSERT_MANY)
+		return k == S_ADMIT || k == S_TEXTBOOK;
 	if (o == OP_DELETE || o == OP_MIXED)
 		return k != S_BLOOM;
 	return true;
@@ -242,12 +279,15 @@ s_insert(struct subject *s, uint64_t key)
 
 	switch (s->kind) {
 	case S_ADMIT:
+	case S_INLINE:
 		return admit_cuckoo_insert(s->f, &key, sizeof(key)) == ADMIT_OK;
 	case S_MUTEX:
 		pthread_mutex_lock(&s->mu);
 		ok = admit_cuckoo_insert(s->f, &key, sizeof(key)) == ADMIT_OK;
 		pthread_mutex_unlock(&s->mu);
 		return ok;
+	case S_TEXTBOOK:
+		return bench_textbook_insert(s->tb, key);
 	case S_BLOOM:
 		bench_bloom_add(s->bloom, hash_of(s, key));
 		return true;
@@ -270,11 +310,15 @@ s_contains(struct subject *s, uint64_t key)
 	switch (s->kind) {
 	case S_ADMIT:
 		return admit_cuckoo_contains(s->f, &key, sizeof(key));
+	case S_INLINE:
+		return admit_cuckoo_contains_inline(s->f, &key, sizeof(key));
 	case S_MUTEX:
 		pthread_mutex_lock(&s->mu);
 		ok = admit_cuckoo_contains(s->f, &key, sizeof(key));
 		pthread_mutex_unlock(&s->mu);
 		return ok;
+	case S_TEXTBOOK:
+		return bench_textbook_contains(s->tb, key);
 	case S_BLOOM:
 		return bench_bloom_contains(s->bloom, hash_of(s, key));
 	case S_LFHT:
@@ -295,12 +339,15 @@ s_delete(struct subject *s, uint64_t key)
 
 	switch (s->kind) {
 	case S_ADMIT:
+	case S_INLINE:
 		return admit_cuckoo_delete(s->f, &key, sizeof(key)) == ADMIT_OK;
 	case S_MUTEX:
 		pthread_mutex_lock(&s->mu);
 		ok = admit_cuckoo_delete(s->f, &key, sizeof(key)) == ADMIT_OK;
 		pthread_mutex_unlock(&s->mu);
 		return ok;
+	case S_TEXTBOOK:
+		return bench_textbook_delete(s->tb, key);
 	case S_LFHT:
 		return bench_lfht_delete(s->lfht, hash_of(s, key));
 	case S_LCUCKOO:
@@ -312,20 +359,21 @@ s_delete(struct subject *s, uint64_t key)
 	}
 }
 
-/* MANY negative lookups; returns the hits. */
+/* MANY lookups of the keys kp[0..MANY) (pointers to 8-byte keys); returns
+ * the hits.  The textbook filter has no batch call: 16 single lookups. */
 static inline unsigned
-s_many(struct subject *s, uint64_t *rng)
+s_many(struct subject *s, const void *const *kp)
 {
-	uint64_t k[MANY];
-	const void *kp[MANY];
-	size_t lens[MANY];
+	static const size_t lens[MANY] = { 8, 8, 8, 8, 8, 8, 8, 8,
+	                                   8, 8, 8, 8, 8, 8, 8, 8 };
 	bool out[MANY];
 	unsigned hits = 0;
 
-	for (int j = 0; j < MANY; j++) {
-		k[j] = NEG_KEY(rng_next(rng));
-		kp[j] = &k[j];
-		lens[j] = sizeof(k[j]);
+	if (s->kind == S_TEXTBOOK) {
+		for (int j = 0; j < MANY; j++)
+			hits += bench_textbook_contains(s->tb,
+			                                *(const uint64_t *)kp[j]);
+		return hits;
 	}
 	if (s->kind == S_MUTEX)
 		pthread_mutex_lock(&s->mu);
@@ -346,6 +394,9 @@ struct job {
 	unsigned tid, load_idx;
 	uint64_t lo, hi;     /* key range for insert / delete */
 	uint64_t items;      /* present keys 0 .. items-1 */
+	uint64_t *keys;      /* RING keys for the timed phases */
+	const void **kp;     /* pointers to them, for contains_many */
+	uint8_t *mix;        /* the mixed phase's operation for each */
 	uint64_t rng;
 	uint64_t ops, hits, fails;
 	double t_start, t_end, cpu;
@@ -354,45 +405,84 @@ struct job {
 static pthread_barrier_t gate;
 static atomic_bool stop;
 
+enum { MIX_POS, MIX_NEG, MIX_INSERT, MIX_DELETE };
+
+/* Draw the thread's keys (and for the mixed phase its operations) before
+ * the clock starts. */
+static void
+prepare(struct job *j)
+{
+	j->keys = malloc(RING * sizeof(*j->keys));
+	j->kp = malloc(RING * sizeof(*j->kp));
+	j->mix = malloc(RING);
+	if (!j->keys || !j->kp || !j->mix)
+		die("out of memory for the keys");
+	for (size_t x = 0; x < RING; x++) {
+		uint64_t r = rng_next(&j->rng);
+		unsigned c = (unsigned)below(r, 100);
+		bool pos = j->op == OP_POS || (j->op == OP_MIXED && c < 45);
+
+		j->keys[x] = pos ? present[below(r, j->items)] : NEG_KEY(r);
+		j->kp[x] = &j->keys[x];
+		j->mix[x] = pos ? MIX_POS : c < 90 ? MIX_NEG : c < 95 ? MIX_INSERT
+		                                          : MIX_DELETE;
+	}
+}
+
 static void
 run_timed(struct job *j)
 {
 	struct subject *s = j->s;
+	const uint64_t *keys = j->keys;
 	uint64_t ins = 0, del = 0;
+	size_t x = 0;
+	struct admit_cuckoo_view view = { 0 };
+
+	if (s->kind == S_INLINE)
+		view = admit_cuckoo_view_of(s->f);
 
 	/* relaxed: a flag polled every 256 operations; it orders nothing. */
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		for (int b = 0; b < 256; b++) {
-			uint64_t r = rng_next(&j->rng);
-			unsigned c;
-
 			switch (j->op) {
 			case OP_POS:
-				j->hits += s_contains(s, bench_key(below(r, j->items)));
-				break;
 			case OP_NEG:
-				j->hits += s_contains(s, NEG_KEY(r));
+				/* admit-inline: through a copy of the view in a
+				 * local, as a user's loop would (cuckoo_inline.h). */
+				j->hits += s->kind == S_INLINE
+				           ? admit_cuckoo_view_contains(&view, s->f, &keys[x], 8)
+				           : s_contains(s, keys[x]);
 				break;
 			case OP_MANY:
-				j->hits += s_many(s, &j->rng);
+				j->hits += s_many(s, j->kp + x);
 				j->ops += MANY - 1;
+				x += MANY - 1;
 				break;
 			case OP_MIXED:
-				c = (unsigned)below(r, 100);
-				if (c < 45)
-					j->fails += !s_contains(s, bench_key(below(r, j->items)));
-				else if (c < 90)
-					j->hits += s_contains(s, NEG_KEY(r));
-				else if (c < 95)
+				/* The inserts' fresh keys (1 op in 20) are made
+				 * here: they must not repeat when the ring does. */
+				switch (j->mix[x]) {
+				case MIX_POS:
+					j->fails += !s_contains(s, keys[x]);
+					break;
+				case MIX_NEG:
+					j->hits += s_contains(s, keys[x]);
+					break;
+				case MIX_INSERT:
 					j->fails += !s_insert(s, FRESH_KEY(j->load_idx, j->tid, ins++));
-				else if (del < ins)
-					j->fails += !s_delete(s, FRESH_KEY(j->load_idx, j->tid, del++));
-				else
-					j->fails += !s_contains(s, bench_key(below(r, j->items)));
+					break;
+				default:
+					if (del < ins)
+						j->fails += !s_delete(s, FRESH_KEY(j->load_idx, j->tid, del++));
+					else
+						j->hits += s_contains(s, keys[x]);
+				}
 				break;
 			default:
 				abort();
 			}
+			if (++x >= RING)
+				x = 0;
 		}
 		j->ops += 256;
 	}
@@ -408,24 +498,44 @@ worker(void *arg)
 {
 	struct job *j = arg;
 
+	if (j->op != OP_INSERT && j->op != OP_DELETE && j->op != OP_INSERT_MANY)
+		prepare(j);
 	pthread_barrier_wait(&gate);
 	j->t_start = now();
 	j->cpu = cpu_now();
 	switch (j->op) {
 	case OP_INSERT:
 		for (uint64_t i = j->lo; i < j->hi; i++)
-			j->fails += !s_insert(j->s, bench_key(i));
+			j->fails += !s_insert(j->s, present[i]);
+		j->ops = j->hi - j->lo;
+		break;
+	case OP_INSERT_MANY:
+		/* admit only: the keys' addresses gathered 16 at a time, as a
+		 * caller holding an array of keys would. */
+		for (uint64_t i = j->lo; i < j->hi; i += MANY) {
+			static const size_t lens[MANY] = { 8, 8, 8, 8, 8, 8, 8, 8,
+			                                   8, 8, 8, 8, 8, 8, 8, 8 };
+			const void *kp[MANY];
+			enum admit_status st[MANY];
+			size_t k = j->hi - i < MANY ? j->hi - i : MANY;
+
+			for (size_t x = 0; x < k; x++)
+				kp[x] = &present[i + x];
+			if (admit_cuckoo_insert_many(j->s->f, k, kp, lens, st) != ADMIT_OK)
+				for (size_t x = 0; x < k; x++)
+					j->fails += st[x] != ADMIT_OK;
+		}
 		j->ops = j->hi - j->lo;
 		break;
 	case OP_DELETE:
 		for (uint64_t i = j->lo; i < j->hi; i++)
-			j->fails += !s_delete(j->s, bench_key(i));
+			j->fails += !s_delete(j->s, present[i]);
 		j->ops = j->hi - j->lo;
 		break;
 	default:
 		run_timed(j);
 	}
-	if (j->op == OP_INSERT || j->op == OP_DELETE) {
+	if (j->op == OP_INSERT || j->op == OP_DELETE || j->op == OP_INSERT_MANY) {
 		j->t_end = now();
 		j->cpu = cpu_now() - j->cpu;
 	}
@@ -460,7 +570,7 @@ run(struct subject *s, enum op op, unsigned nt, uint64_t lo, uint64_t hi,
 	/* The span from the first thread's start to the last one's end: with
 	 * more threads than cores, some run before this thread wakes up. */
 	pthread_barrier_wait(&gate);
-	if (op != OP_INSERT && op != OP_DELETE) {
+	if (op != OP_INSERT && op != OP_DELETE && op != OP_INSERT_MANY) {
 		sleep_for(opt.seconds);
 		atomic_store(&stop, true);
 	}
@@ -477,6 +587,9 @@ run(struct subject *s, enum op op, unsigned nt, uint64_t lo, uint64_t hi,
 		t0 = jobs[t].t_start < t0 ? jobs[t].t_start : t0;
 		t1 = jobs[t].t_end > t1 ? jobs[t].t_end : t1;
 		cpu += jobs[t].cpu;
+		free(jobs[t].keys);
+		free(jobs[t].kp);
+		free(jobs[t].mix);
 	}
 	if (opsp)
 		*opsp = ops;
@@ -514,9 +627,9 @@ measure(enum kind k, int ti, int rep)
 			insert_failures[k] += fails;
 			prev = items;
 		}
-		r[OP_INSERT][rep] = items / ins_time;
+		r[OP_INSERT][rep] = k == S_INLINE ? NAN : items / ins_time;
 		for (enum op o = OP_POS; o < NOPS; o++) {
-			if (!supports(k, o))
+			if (!supports(k, o) || o == OP_INSERT_MANY)
 				continue;
 			if (o == OP_DELETE) {
 				/* Delete the last sixteenth, then put it back. */
@@ -540,7 +653,15 @@ measure(enum kind k, int ti, int rep)
 		if (k == S_ADMIT || k == S_MUTEX || k == S_BLOOM)
 			bytes_at[k][li] = k == S_BLOOM ? bench_bloom_memory(s.bloom)
 			                               : admit_cuckoo_memory(s.f);
+		if (k == S_TEXTBOOK)
+			bytes_at[k][li] = bench_textbook_memory(s.tb);
 	}
+	if (k == S_TEXTBOOK)
+		/* It has no batch insert: its one-at-a-time fill is what
+		 * insert_many is compared with. */
+		for (int li = 0; li < opt.nloads; li++)
+			results[k][ti][li][OP_INSERT_MANY][rep] =
+				results[k][ti][li][OP_INSERT][rep];
 	if (k == S_ADMIT && ti == 0 && rep == 0) {
 		/* Keep inserting until the filter says full. */
 		uint64_t i = prev;
@@ -550,6 +671,27 @@ measure(enum kind k, int ti, int rep)
 		max_load = (double)admit_cuckoo_size(s.f) / admit_cuckoo_slots(s.f);
 	}
 	subject_free(&s);
+	if (k == S_ADMIT) {
+		/* A second filter, filled by admit_cuckoo_insert_many(). */
+		struct subject b;
+
+		subject_new(&b, k, opt.seed + (uint64_t)rep);
+		prev = 0;
+		ins_time = 0;
+		for (int li = 0; li < opt.nloads; li++) {
+			uint64_t items = items_at(li);
+
+			if (items > prev) {
+				ins_time += (items - prev) /
+				            run(&b, OP_INSERT_MANY, nt, prev, items, 0,
+				                li, &hits, &fails, NULL);
+				insert_failures[k] += fails;
+				prev = items;
+			}
+			results[k][ti][li][OP_INSERT_MANY][rep] = items / ins_time;
+		}
+		subject_free(&b);
+	}
 }
 
 /* Resident bytes of this process. */
@@ -701,7 +843,8 @@ measure_limit(int rep)
 static double
 med(enum kind k, int ti, int li, enum op o)
 {
-	if (!opt.want[k] || !supports(k, o))
+	if (!opt.want[k] || !supports(k, o) ||
+	    (k == S_TEXTBOOK && opt.threads[ti] != 1))
 		return NAN;
 	return bench_median(results[k][ti][li][o], reps_done);
 }
@@ -782,16 +925,20 @@ cell(int width, double v)
 static void
 print_table(const double lim[2][2])
 {
-	static const enum kind base[] = { S_MUTEX, S_BLOOM, S_LFHT, S_LCUCKOO };
+	static const enum kind base[] = { S_TEXTBOOK, S_MUTEX, S_BLOOM, S_LFHT,
+	                                  S_LCUCKOO };
+	enum kind inl = S_INLINE;
+	enum { NBASE = sizeof(base) / sizeof(base[0]) };
 
 	printf("n = %llu items at 95 %% load (%llu slots), %u-bit fingerprints, "
 	       "median of %d, %.2f s per timed op, seed %llu, %s clock, %ld CPUs\n",
 	       (unsigned long long)opt.n, (unsigned long long)slots, opt.bits,
 	       reps_done, opt.seconds, (unsigned long long)opt.seed,
 	       opt.cpu_clock ? "cpu" : "wall", ncpu);
-	printf("\n%-3s %-4s %-13s %8s %8s %8s %8s %8s  | admit / %-27s\n",
-	       "thr", "load", "op", "admit", "mutex", "bloom", "lfht", "lcuckoo",
-	       "mutex   bloom    lfht lcuckoo");
+	printf("(textbook: 1 thread only; its contains_many is 16 single lookups)\n");
+	printf("\n%-3s %-4s %-13s %8s %8s %8s %8s %8s %8s %8s  | admit / %-35s | inline/textbk\n",
+	       "thr", "load", "op", "admit", "textbook", "mutex", "bloom", "lfht",
+	       "lcuckoo", "inline", "textbk   mutex   bloom    lfht lcuckoo");
 	for (int ti = 0; ti < opt.nthreads; ti++) {
 		for (int li = 0; li < opt.nloads; li++) {
 			for (enum op o = 0; o < NOPS; o++) {
@@ -800,23 +947,26 @@ print_table(const double lim[2][2])
 				printf("%-3u %3u%% %-13s", opt.threads[ti],
 				       opt.loads[li], op_name[o]);
 				cell(8, a);
-				for (int b = 0; b < 4; b++)
+				for (int b = 0; b < NBASE; b++)
 					cell(8, med(base[b], ti, li, o));
+				cell(8, med(inl, ti, li, o));
 				printf("  |");
-				for (int b = 0; b < 4; b++)
+				for (int b = 0; b < NBASE; b++)
 					cell(7, a / med(base[b], ti, li, o));
+				printf(" |");
+				cell(7, med(inl, ti, li, o) / med(S_TEXTBOOK, ti, li, o));
 				putchar('\n');
 			}
 		}
 		putchar('\n');
 	}
 	printf("memory, bits per item (admit / exact set = how many times smaller):\n");
-	printf("%-4s %8s %8s %8s %8s   %s\n", "load", "admit", "bloom", "lfht",
-	       "lcuckoo", "lfht/admit lcuckoo/admit");
+	printf("%-4s %8s %8s %8s %8s %8s   %s\n", "load", "admit", "textbook",
+	       "bloom", "lfht", "lcuckoo", "lfht/admit lcuckoo/admit");
 	for (int li = 0; li < opt.nloads; li++) {
 		printf("%3u%% ", opt.loads[li]);
 		for (enum kind k = 0; k < NKIND; k++)
-			if (k != S_MUTEX)
+			if (k != S_MUTEX && k != S_INLINE)
 				cell(8, opt.want[k] ? bits_per_item(k, li) : NAN);
 		for (enum kind k = S_LFHT; k <= S_LCUCKOO; k++)
 			cell(10, opt.want[k] && opt.want[S_ADMIT]
@@ -986,8 +1136,12 @@ main(int argc, char **argv)
 		admit_cuckoo_free(f);
 	}
 	results = calloc(NKIND, sizeof(*results));
-	if (!results)
+	npresent = items_at(opt.nloads - 1);
+	present = malloc(npresent * sizeof(*present));
+	if (!results || !present)
 		die("out of memory");
+	for (uint64_t i = 0; i < npresent; i++)
+		present[i] = bench_key(i);
 	for (enum kind k = S_LFHT; k < NKIND; k++)
 		if (opt.want[k]) {
 			fprintf(stderr, "memory of %s ...\n", kind_name[k]);
@@ -998,7 +1152,8 @@ main(int argc, char **argv)
 		measure_limit(rep);
 		for (int ti = 0; ti < opt.nthreads; ti++)
 			for (enum kind k = 0; k < NKIND; k++) {
-				if (!opt.want[k])
+				if (!opt.want[k] ||
+				    (k == S_TEXTBOOK && opt.threads[ti] != 1))
 					continue;
 				fprintf(stderr, ", %s/%u", kind_name[k], opt.threads[ti]);
 				measure(k, ti, rep);

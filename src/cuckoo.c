@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +95,10 @@ cuckoo_unlock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b)
 	stripe_unlock(&f->seq[sa]);
 }
 
+/* admit/cuckoo_inline.h reads the view at the start of the filter. */
+_Static_assert(offsetof(struct admit_cuckoo, view) == 0,
+               "struct admit_cuckoo_view must come first");
+
 /* ---- creation ----------------------------------------------------------- */
 
 uint32_t
@@ -133,6 +138,7 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->capacity = capacity;
 	f->counting = counting;
 	f->slot_bits = fingerprint_bits;
+	f->lookup_width = counting ? 0 : fingerprint_bits;
 	f->fp_bits = counting ? 16 - COUNTER_BITS : fingerprint_bits;
 	f->fp_shift = counting ? COUNTER_BITS : 0;
 	f->seed = seed;
@@ -160,6 +166,12 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 		admit_cuckoo_free(f);
 		return ADMIT_NOMEM;
 	}
+	f->view = (struct admit_cuckoo_view){
+		.table = f->t32 ? (const void *)f->t32 : (const void *)f->t64,
+		.seq = f->seq, .seed = f->seed, .m = f->m,
+		.stripe_mask = f->stripe_mask, .alt_seed = f->alt_seed,
+		.width = f->lookup_width,
+	};
 	*out = f;
 	return ADMIT_OK;
 }
@@ -202,91 +214,154 @@ admit_cuckoo_free(struct admit_cuckoo *f)
 
 /* ---- lookups ------------------------------------------------------------ */
 
-/* Read both buckets as one consistent pair: no writer held or took either
- * stripe between the two stripe reads. */
-static void
-read_pair(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
-          uint64_t *b1, uint64_t *b2)
+/*
+ * Every lookup is one stripe_read() (stripe.h) of the key's two buckets.
+ * The common ones are specialised by lane width: with the width a constant
+ * the SWAR masks are immediates, and every field of the filter a lookup
+ * needs is read before the first acquire load (after which the compiler
+ * must read them again).  Counting filters take the general path.
+ */
+
+/* One lookup's reads, handed to the stripe_read() callbacks. */
+struct probe {
+	const struct admit_cuckoo *f;
+	const void *table;	/* f->t32 or f->t64 */
+	struct cuckoo_pos p;
+	uint64_t b1, b2;
+};
+
+/* Load both buckets; w (8 or 16) is a constant wherever this is inlined. */
+static inline __attribute__((always_inline)) void
+probe_load(struct probe *q, unsigned w)
 {
-	const _Atomic uint32_t *sa = cuckoo_stripe(f, p->i1);
-	const _Atomic uint32_t *sb = cuckoo_stripe(f, p->i2);
+	/* acquire: pairs with the release in bucket_store() (see stripe.h). */
+	if (w == 8) {
+		const _Atomic uint32_t *t = q->table;
 
-	for (unsigned tries = 0;; tries++) {
-		uint32_t va = stripe_read_begin(sa);
-		uint32_t vb = stripe_read_begin(sb);
+		q->b1 = atomic_load_explicit(&t[q->p.i1], memory_order_acquire);
+#ifdef ADMIT_BROKEN_SKIP_VALIDATION
+		/* The stress suite's self-test only (stress/README.md): widen
+		 * the window in which a kick can carry the fingerprint from the
+		 * second bucket to the first. */
+		sched_yield();
+#endif
+		q->b2 = atomic_load_explicit(&t[q->p.i2], memory_order_acquire);
+	} else {
+		const _Atomic uint64_t *t = q->table;
 
-		*b1 = bucket_load(f, p->i1);
-		*b2 = bucket_load(f, p->i2);
-		if (stripe_read_valid(sa, va) && stripe_read_valid(sb, vb))
-			return;
-		stat_bump(&stats_of(f, p->i1)->read_retries);
-		admit_backoff(tries);
+		q->b1 = atomic_load_explicit(&t[q->p.i1], memory_order_acquire);
+#ifdef ADMIT_BROKEN_SKIP_VALIDATION
+		sched_yield();
+#endif
+		q->b2 = atomic_load_explicit(&t[q->p.i2], memory_order_acquire);
 	}
 }
 
-/* lookup()'s retry loop, out of line: it may call sched_yield(), and the
- * registers that call needs saved would cost every lookup, not just the
- * rare one that meets a writer. */
-static __attribute__((noinline, cold)) bool
-lookup_slow(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
+/* Non-zero if some lane of b holds fp (membership slots of width w): the
+ * classic "has a zero lane" test on b ^ fp in every lane, exact as a yes/no
+ * (which lane it flags may be wrong). */
+static inline __attribute__((always_inline)) uint64_t
+swar_has(uint64_t b, uint32_t fp, unsigned w)
 {
-	const _Atomic uint32_t *sa = cuckoo_stripe(f, p->i1);
-	const _Atomic uint32_t *sb = cuckoo_stripe(f, p->i2);
+	uint64_t ones = w == 8 ? 0x01010101ull : 0x0001000100010001ull;
+	uint64_t x = b ^ (uint64_t)fp * ones;
 
-	for (unsigned tries = 0;; tries++) {
-		uint32_t va = stripe_read_begin(sa);
-		uint32_t vb = stripe_read_begin(sb);
-		uint64_t b1 = bucket_load(f, p->i1);
-		uint64_t b2;
+	return (x - ones) & ~x & ones << (w - 1);
+}
 
-#ifdef ADMIT_BROKEN_SKIP_VALIDATION
-		/* The stress suite's self-test only (stress/README.md): widen
-		 * the window between the two reads, in which a kick can carry
-		 * the fingerprint from the second bucket to the first... */
-		sched_yield();
-#endif
-		b2 = bucket_load(f, p->i2);
-		if (lanes_matching(f, b1, p->fp) | lanes_matching(f, b2, p->fp))
-			return true;
-#ifdef ADMIT_BROKEN_SKIP_VALIDATION
-		/* ...and believe the miss without validating it: wrong. */
-		return false;
-#endif
-		if (stripe_read_valid(sa, va) && stripe_read_valid(sb, vb))
-			return false;
-		stat_bump(&stats_of(f, p->i1)->read_retries);
-		admit_backoff(tries);
-	}
+static inline __attribute__((always_inline)) bool
+probe_match_w(struct probe *q, unsigned w)
+{
+	probe_load(q, w);
+	return (swar_has(q->b1, q->p.fp, w) | swar_has(q->b2, q->p.fp, w)) != 0;
+}
+
+/* stripe_read() callbacks: a match stands without validation (the
+ * fingerprint was in the table when read); a miss must be validated. */
+static bool
+probe_match8(void *arg)
+{
+	return probe_match_w(arg, 8);
+}
+
+static bool
+probe_match16(void *arg)
+{
+	return probe_match_w(arg, 16);
+}
+
+static bool
+probe_match_any(void *arg)
+{
+	struct probe *q = arg;
+
+	probe_load(q, q->f->slot_bits);
+	return (lanes_matching(q->f, q->b1, q->p.fp) |
+	        lanes_matching(q->f, q->b2, q->p.fp)) != 0;
+}
+
+/* For admit_cuckoo_count(): only the validated pair will do. */
+static bool
+probe_read_pair(void *arg)
+{
+	probe_load(arg, ((struct probe *)arg)->f->slot_bits);
+	return false;
+}
+
+static inline __attribute__((always_inline)) void
+probe_init(struct probe *q, const struct admit_cuckoo *f, unsigned w,
+           struct stripe_reader *r)
+{
+	q->f = f;
+	q->table = w == 8 ? (const void *)f->t32 :
+	           w == 16 ? (const void *)f->t64 :
+	           f->t32 ? (const void *)f->t32 : (const void *)f->t64;
+	r->a = cuckoo_stripe(f, q->p.i1);
+	r->b = cuckoo_stripe(f, q->p.i2);
+}
+
+/* The waiting loop, out of line: it may call sched_yield(), and the
+ * registers that call needs saved would cost every lookup, not just the
+ * rare one that meets a writer.  It takes the position by value so that
+ * the inline try keeps its probe in registers. */
+static __attribute__((noinline, cold)) bool
+lookup_slow(const struct admit_cuckoo *f, struct cuckoo_pos p)
+{
+	struct probe q = { .p = p };
+	struct stripe_reader r;
+	unsigned w = f->lookup_width;
+
+	probe_init(&q, f, 0, &r);
+	return stripe_read(&r, w == 8 ? probe_match8 :
+	                       w == 16 ? probe_match16 : probe_match_any, &q,
+	                   &stats_of(f, p.i1)->read_retries) == STRIPE_ANSWER;
 }
 
 /* The first try inline, with no call on its path: a lookup that takes few
- * instructions lets the CPU overlap the cache misses of consecutive calls. */
+ * instructions lets the CPU overlap the cache misses of consecutive calls.
+ * w is 8 or 16 for a membership filter of that width, 0 for any filter.
+ * Every field of *f it needs is read before the first acquire load. */
 static inline __attribute__((always_inline)) bool
-lookup(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
+lookup_w(const struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
 {
-	const _Atomic uint32_t *sa = cuckoo_stripe(f, p->i1);
-	const _Atomic uint32_t *sb = cuckoo_stripe(f, p->i2);
-	/* acquire: as in stripe_read_begin(), pairs with stripe_unlock(). */
-	uint32_t va = atomic_load_explicit(sa, memory_order_acquire);
-	uint32_t vb = atomic_load_explicit(sb, memory_order_acquire);
+	struct probe q = { .p = *p };
+	struct stripe_reader r;
 
+	probe_init(&q, f, w, &r);
 #ifdef ADMIT_BROKEN_SKIP_VALIDATION
-	/* The self-test's broken lookup lives in lookup_slow() alone. */
-	return lookup_slow(f, p);
+	/* ...and believe a miss without validating it: wrong. */
+	return probe_match_any(&q);
 #endif
-	/* A writer holds a stripe: wait in lookup_slow(). */
-	if (!((va | vb) & 1)) {
-		uint64_t b1 = bucket_load(f, p->i1);
-		uint64_t b2 = bucket_load(f, p->i2);
-
-		if (lanes_matching(f, b1, p->fp) | lanes_matching(f, b2, p->fp))
+	/* stripe_read_try(), with the match inline. */
+	if (stripe_read_begin(&r)) {
+		if (w == 8 ? probe_match_w(&q, 8) : w == 16 ? probe_match_w(&q, 16)
+		                                             : probe_match_any(&q))
 			return true;
-		if (stripe_read_valid(sa, va) && stripe_read_valid(sb, vb))
+		if (stripe_read_end(&r))
 			return false;
 		stat_bump(&stats_of(f, p->i1)->read_retries);
-		admit_cpu_relax();
 	}
-	return lookup_slow(f, p);
+	return lookup_slow(f, *p);
 }
 
 static bool
@@ -295,35 +370,74 @@ key_ok(const void *key, size_t len)
 	return key || len == 0;
 }
 
-bool
-admit_cuckoo_contains(const struct admit_cuckoo *f, const void *key, size_t len)
+static inline __attribute__((always_inline)) bool
+contains_hashed(const struct admit_cuckoo *f, uint64_t h, unsigned w)
 {
 	struct cuckoo_pos p;
 
+	cuckoo_locate_hash(f, h, w ? w : f->fp_bits, &p);
+	return lookup_w(f, &p, w);
+}
+
+/* Keys of any length, and counting filters: out of line, so that the
+ * common call (an 8-byte key, a membership filter) makes no call but a
+ * tail call, and needs no callee-saved register to be pushed. */
+static __attribute__((noinline)) bool
+contains_any8(const struct admit_cuckoo *f, const void *key, size_t len)
+{
+	return contains_hashed(f, admit_hash(key, len, f->seed), 8);
+}
+
+static __attribute__((noinline)) bool
+contains_any16(const struct admit_cuckoo *f, const void *key, size_t len)
+{
+	return contains_hashed(f, admit_hash(key, len, f->seed), 16);
+}
+
+static __attribute__((noinline)) bool
+contains_any(const struct admit_cuckoo *f, const void *key, size_t len)
+{
+	return contains_hashed(f, admit_hash(key, len, f->seed), 0);
+}
+
+bool
+admit_cuckoo_contains(const struct admit_cuckoo *f, const void *key, size_t len)
+{
+	uint64_t h;
+
 	if (!f || !key_ok(key, len))
 		return false;
-	cuckoo_locate(f, key, len, &p);
-	return lookup(f, &p);
+	if (len != 8 || f->lookup_width == 0)
+		return f->lookup_width == 8 ? contains_any8(f, key, len) :
+		       f->lookup_width == 16 ? contains_any16(f, key, len) :
+		       contains_any(f, key, len);
+	h = admit_hash(key, 8, f->seed);
+	if (f->lookup_width == 16)
+		return contains_hashed(f, h, 16);
+	return contains_hashed(f, h, 8);
 }
 
 unsigned
 admit_cuckoo_count(const struct admit_cuckoo *f, const void *key, size_t len)
 {
-	struct cuckoo_pos p;
-	uint64_t b1, b2, m1, m2;
+	struct probe q;
+	struct stripe_reader r;
+	uint64_t m1, m2;
 
 	if (!f || !key_ok(key, len))
 		return 0;
-	cuckoo_locate(f, key, len, &p);
-	read_pair(f, &p, &b1, &b2);
-	m1 = lanes_matching(f, b1, p.fp);
-	m2 = p.i2 != p.i1 ? lanes_matching(f, b2, p.fp) : 0;
+	cuckoo_locate(f, key, len, &q.p);
+	probe_init(&q, f, 0, &r);
+	(void)stripe_read(&r, probe_read_pair, &q,
+	                  &stats_of(f, q.p.i1)->read_retries);
+	m1 = lanes_matching(f, q.b1, q.p.fp);
+	m2 = q.p.i2 != q.p.i1 ? lanes_matching(f, q.b2, q.p.fp) : 0;
 	if (f->counting) {
 		/* One entry per key: increments go to the entry found first. */
 		if (m1)
-			return (unsigned)(slot_get(f, b1, first_lane(f, m1)) & COUNTER_MAX);
+			return (unsigned)(slot_get(f, q.b1, first_lane(f, m1)) & COUNTER_MAX);
 		if (m2)
-			return (unsigned)(slot_get(f, b2, first_lane(f, m2)) & COUNTER_MAX);
+			return (unsigned)(slot_get(f, q.b2, first_lane(f, m2)) & COUNTER_MAX);
 		return 0;
 	}
 	return (unsigned)(__builtin_popcountll(m1) + __builtin_popcountll(m2));
@@ -333,28 +447,46 @@ admit_cuckoo_count(const struct admit_cuckoo *f, const void *key, size_t len)
  * enough to cover a ~150 ns miss with the other keys' work. */
 #define BATCH 16
 
-void
-admit_cuckoo_contains_many(const struct admit_cuckoo *f, size_t n,
-                           const void *const keys[], const size_t lens[],
-                           bool out[])
+static inline __attribute__((always_inline)) void
+contains_many_w(const struct admit_cuckoo *f, size_t n,
+                const void *const keys[], const size_t lens[], bool out[],
+                unsigned w)
 {
 	struct cuckoo_pos pos[BATCH];
 
-	if (!f || !keys || !lens || !out)
-		return;
 	for (size_t base = 0; base < n; base += BATCH) {
 		size_t k = n - base < BATCH ? n - base : BATCH;
 
 		for (size_t j = 0; j < k; j++) {
 			if (!key_ok(keys[base + j], lens[base + j]))
 				continue;
-			cuckoo_locate(f, keys[base + j], lens[base + j], &pos[j]);
+			cuckoo_locate_bits(f, keys[base + j], lens[base + j],
+			                   w ? w : f->fp_bits, &pos[j]);
 			__builtin_prefetch(cuckoo_bucket_addr(f, pos[j].i1));
 			__builtin_prefetch(cuckoo_bucket_addr(f, pos[j].i2));
 		}
 		for (size_t j = 0; j < k; j++)
 			out[base + j] = key_ok(keys[base + j], lens[base + j]) &&
-			                lookup(f, &pos[j]);
+			                lookup_w(f, &pos[j], w);
+	}
+}
+
+void
+admit_cuckoo_contains_many(const struct admit_cuckoo *f, size_t n,
+                           const void *const keys[], const size_t lens[],
+                           bool out[])
+{
+	if (!f || !keys || !lens || !out)
+		return;
+	switch (f->lookup_width) {
+	case 8:
+		contains_many_w(f, n, keys, lens, out, 8);
+		break;
+	case 16:
+		contains_many_w(f, n, keys, lens, out, 16);
+		break;
+	default:
+		contains_many_w(f, n, keys, lens, out, 0);
 	}
 }
 

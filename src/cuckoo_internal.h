@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include <admit/cuckoo.h>
+#include <admit/cuckoo_inline.h>
 
 #include "hash.h"
 
@@ -38,6 +39,11 @@ struct cuckoo_stripe_stats {
 };
 
 struct admit_cuckoo {
+	/* What admit_cuckoo_contains_inline() reads (admit/cuckoo_inline.h):
+	 * copies of fields below, set once by cuckoo_create().  First, by
+	 * that header's contract. */
+	struct admit_cuckoo_view view;
+
 	/* Exactly one of t32 / t64 is the table, by slot_bits. */
 	_Atomic uint32_t *t32;
 	_Atomic uint64_t *t64;
@@ -46,6 +52,8 @@ struct admit_cuckoo {
 	unsigned slot_bits;       /* 8 or 16 */
 	unsigned fp_bits;         /* 8, 16, or 12 in counting mode */
 	unsigned fp_shift;        /* 4 in counting mode (counter below), else 0 */
+	unsigned lookup_width;    /* slot_bits, 0 in counting mode: which
+	                           * specialised lookup cuckoo.c runs */
 	bool counting;
 	uint64_t capacity;
 	uint64_t seed;
@@ -182,16 +190,32 @@ cuckoo_alt(const struct admit_cuckoo *f, uint32_t i, uint32_t fp)
 	return t >= i ? t - i : t + (f->m - i);
 }
 
-static inline void
-cuckoo_locate(const struct admit_cuckoo *f, const void *key, size_t len,
-              struct cuckoo_pos *p)
+/* Where the key with hash h lives.  fp_bits is f->fp_bits, passed so that a
+ * caller specialised for a width can make it a constant. */
+static inline __attribute__((always_inline)) void
+cuckoo_locate_hash(const struct admit_cuckoo *f, uint64_t h, unsigned fp_bits,
+                   struct cuckoo_pos *p)
 {
-	uint64_t h = admit_hash(key, len, f->seed);
-	uint32_t fp = (uint32_t)(h >> (64 - f->fp_bits));
+	uint32_t fp = (uint32_t)(h >> (64 - fp_bits));
 
 	p->fp = fp ? fp : 1;
 	p->i1 = admit_fastrange32((uint32_t)h, f->m);
 	p->i2 = cuckoo_alt(f, p->i1, p->fp);
+}
+
+
+static inline __attribute__((always_inline)) void
+cuckoo_locate_bits(const struct admit_cuckoo *f, const void *key, size_t len,
+                   unsigned fp_bits, struct cuckoo_pos *p)
+{
+	cuckoo_locate_hash(f, admit_hash(key, len, f->seed), fp_bits, p);
+}
+
+static inline void
+cuckoo_locate(const struct admit_cuckoo *f, const void *key, size_t len,
+              struct cuckoo_pos *p)
+{
+	cuckoo_locate_bits(f, key, len, f->fp_bits, p);
 }
 
 static inline _Atomic uint32_t *

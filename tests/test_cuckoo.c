@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <admit/admit.h>
+#include <admit/cuckoo_inline.h>
 
 #include "testutil.h"
 
@@ -419,6 +420,39 @@ START_TEST(test_false_positive_rate)
 }
 END_TEST
 
+/* admit_cuckoo_contains_inline() answers as the library call does, for
+ * every mode (counting filters and other key lengths through the library),
+ * on present keys, absent ones (false positives included) and bad input. */
+START_TEST(test_contains_inline)
+{
+	struct admit_cuckoo *f = make(20000, modes[_i].bits, modes[_i].counting);
+	struct admit_cuckoo_view v = admit_cuckoo_view_of(f);
+	unsigned agree = 0, fp = 0;
+
+	for (uint64_t k = 0; k < 19000; k++)
+		ck_assert_int_eq(admit_cuckoo_insert(f, &k, sizeof(k)), ADMIT_OK);
+	for (uint64_t k = 0; k < 200000; k++) {
+		bool lib = admit_cuckoo_contains(f, &k, sizeof(k));
+
+		ck_assert_int_eq(admit_cuckoo_contains_inline(f, &k, sizeof(k)), lib);
+		ck_assert_int_eq(admit_cuckoo_view_contains(&v, f, &k, sizeof(k)), lib);
+		ck_assert(k >= 19000 || lib);
+		fp += k >= 19000 && lib;
+		/* A 4-byte key: the library's path. */
+		ck_assert_int_eq(admit_cuckoo_contains_inline(f, &k, 4),
+		                 admit_cuckoo_contains(f, &k, 4));
+		agree++;
+	}
+	/* The absent keys must have met some false positives at these
+	 * widths, or the comparison above did not test the match. */
+	ck_assert_uint_gt(fp, 0);
+	ck_assert(!admit_cuckoo_contains_inline(NULL, &agree, 8));
+	ck_assert(!admit_cuckoo_contains_inline(f, NULL, 8));
+	ck_assert(!admit_cuckoo_view_contains(&v, f, NULL, 8));
+	admit_cuckoo_free(f);
+}
+END_TEST
+
 START_TEST(test_contains_many)
 {
 	const size_t n = 1000;
@@ -539,6 +573,7 @@ cuckoo_suite(void)
 	tcase_add_test(tc, test_counting_saturation);
 	tcase_add_test(tc, test_counting_halve);
 	tcase_add_test(tc, test_contains_many);
+	tcase_add_loop_test(tc, test_contains_inline, 0, nmodes);
 	tcase_add_loop_test(tc, test_insert_many, 0, nmodes);
 	suite_add_tcase(s, tc);
 

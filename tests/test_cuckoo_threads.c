@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include <admit/admit.h>
+#include <admit/cuckoo_inline.h>
 
 #include "testutil.h"
 
@@ -99,11 +100,14 @@ reader(void *arg)
 			j = (x >> 20) % n;
 			ids[b] = test_key(key_id(wr, permanent(j) ? j : 1));
 		}
-		/* Half the rounds single lookups, half a batch. */
+		/* Half the rounds single lookups (through the library or
+		 * the inline fast path of admit/cuckoo_inline.h), half a
+		 * batch. */
 		if (x & 1) {
 			for (int b = 0; b < 16; b++)
 				if (ids[b] != UINT64_MAX &&
-				    !admit_cuckoo_contains(sh->f, &ids[b], 8))
+				    !((x & 2) ? admit_cuckoo_contains_inline(sh->f, &ids[b], 8)
+				              : admit_cuckoo_contains(sh->f, &ids[b], 8)))
 					atomic_fetch_add(&sh->misses, 1);
 		} else {
 			for (int b = 0; b < 16; b++) {

@@ -16,9 +16,20 @@ trap 'rm -rf "$tmp"' EXIT
 nm -D --defined-only "$lib" | awk 'NF == 3 && $3 !~ /^_/ { print $3 }' |
 	sed 's/@.*//' | sort -u >"$tmp/exported"
 # Declarations start a line: "type name(" or, on its own line, "name(".
-sed -n -e 's/^[a-z][^(]*[ *]\(admit_[a-z0-9_]*\)(.*/\1/p' \
-       -e 's/^\(admit_[a-z0-9_]*\)(.*/\1/p' \
-	"$top_srcdir"/include/admit/*.h | sort -u >"$tmp/declared"
+# A static inline definition (cuckoo_inline.h) is the caller's own code,
+# not an export: its name follows a line starting "static".
+awk '{
+	name = ""
+	if (match($0, /^[a-z][^(]*[ *]admit_[a-z0-9_]*\(/) && $1 != "static")
+		name = substr($0, RSTART, RLENGTH - 1)
+	else if (match($0, /^admit_[a-z0-9_]*\(/) && prev !~ /^static/)
+		name = substr($0, RSTART, RLENGTH - 1)
+	if (name != "") {
+		sub(/.*[ *]/, "", name)
+		print name
+	}
+	prev = $0
+}' "$top_srcdir"/include/admit/*.h | sort -u >"$tmp/declared"
 fail=0
 if [ "$(wc -l <"$tmp/declared")" -lt 20 ]; then
 	echo "FAIL: found only $(wc -l <"$tmp/declared") declarations; is the parser broken?"

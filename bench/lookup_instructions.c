@@ -1,0 +1,96 @@
+/*
+ * lookup_instructions - the loops whose instructions per lookup
+ * bench/README.md quotes, to be run under callgrind (the virtual machines
+ * this was measured on expose no hardware counters):
+ *
+ *   ./libtool --mode=execute valgrind --tool=callgrind --callgrind-out-file=cg.out \
+ *       bench/lookup_instructions 16
+ *   callgrind_annotate --inclusive=yes cg.out | grep '=> .*loop_'
+ *
+ * Each loop_* function makes 2^18 lookups of present keys and 2^18 of
+ * absent ones (it is called twice) in a filter of 2^20 slots at 95 % load:
+ * its inclusive count divided by 524288 is instructions per lookup,
+ * the loop's own included.  loop_admit calls admit_cuckoo_contains(),
+ * loop_inline admit_cuckoo_view_contains(), loop_textbook the textbook
+ * filter (textbook.h).  The argument is the fingerprint width, 8 or 16.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <admit/admit.h>
+#include <admit/cuckoo_inline.h>
+
+#include "benchutil.h"
+#include "textbook.h"
+
+#define SLOTS (1u << 20)
+#define ITEMS (SLOTS / 100 * 95)
+#define LOOKUPS (1u << 18)
+
+static uint64_t present[LOOKUPS], absent[LOOKUPS];
+
+static __attribute__((noinline)) unsigned
+loop_admit(const struct admit_cuckoo *f, const uint64_t *k)
+{
+	unsigned hits = 0;
+
+	for (unsigned i = 0; i < LOOKUPS; i++)
+		hits += admit_cuckoo_contains(f, &k[i], 8);
+	return hits;
+}
+
+static __attribute__((noinline)) unsigned
+loop_inline(const struct admit_cuckoo *f, const uint64_t *k)
+{
+	struct admit_cuckoo_view v = admit_cuckoo_view_of(f);
+	unsigned hits = 0;
+
+	for (unsigned i = 0; i < LOOKUPS; i++)
+		hits += admit_cuckoo_view_contains(&v, f, &k[i], 8);
+	return hits;
+}
+
+static __attribute__((noinline)) unsigned
+loop_textbook(const struct bench_textbook *t, const uint64_t *k)
+{
+	unsigned hits = 0;
+
+	for (unsigned i = 0; i < LOOKUPS; i++)
+		hits += bench_textbook_contains(t, k[i]);
+	return hits;
+}
+
+int
+main(int argc, char **argv)
+{
+	unsigned bits = argc > 1 ? (unsigned)atoi(argv[1]) : 16;
+	struct admit_cuckoo_config cfg = { .capacity = ITEMS,
+	                                   .fingerprint_bits = bits, .seed = 7 };
+	struct admit_cuckoo *f;
+	struct bench_textbook *t;
+
+	if ((bits != 8 && bits != 16) || admit_cuckoo_new(&cfg, &f) != ADMIT_OK ||
+	    !(t = bench_textbook_new(ITEMS, bits, 7))) {
+		fprintf(stderr, "usage: lookup_instructions 8|16\n");
+		return 2;
+	}
+	for (uint64_t i = 0; i < ITEMS; i++) {
+		uint64_t k = bench_key(i);
+
+		(void)admit_cuckoo_insert(f, &k, 8);
+		(void)bench_textbook_insert(t, k);
+	}
+	for (uint64_t i = 0; i < LOOKUPS; i++) {
+		present[i] = bench_key(i * 3);
+		absent[i] = bench_key(i | 1ull << 63);
+	}
+	printf("hits: admit %u %u, inline %u %u, textbook %u %u\n",
+	       loop_admit(f, present), loop_admit(f, absent),
+	       loop_inline(f, present), loop_inline(f, absent),
+	       loop_textbook(t, present), loop_textbook(t, absent));
+	admit_cuckoo_free(f);
+	bench_textbook_free(t);
+	return 0;
+}
