@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hash.h"
 #include "policy.h"
 
 /* Mini caches, one per configuration of admit_minisim_configs. */
@@ -58,13 +59,9 @@ admit_minisim_sample(uint64_t h, uint64_t threshold)
 {
 	if (threshold == UINT64_MAX)
 		return true;
-	/* splitmix64's finaliser: the bits that pick shards and buckets
-	 * do not pick the sample too. */
-	h ^= h >> 31;
-	h *= 0x7fb5d329728ea185ull;
-	h ^= h >> 27;
-	h *= 0x81dadef4bc2dd44dull;
-	h ^= h >> 33;
+	/* Mixed again: the bits that pick shards and buckets do not pick the
+	 * sample too. */
+	h = admit_mix64(h);
 	return h < threshold;
 }
 

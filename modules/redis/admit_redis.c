@@ -33,6 +33,7 @@
 #include <admit/chain.h>
 #include <admit/cuckoo.h>
 
+#include "hash.h"
 #include "redis_api.h"
 
 /* RedisBloom's documented defaults and ranges. */
@@ -104,14 +105,8 @@ key_seed(RedisModuleString *key)
 {
 	size_t len;
 	const unsigned char *p = (const unsigned char *)RM_StringPtrLen(key, &len);
-	uint64_t h = 0xcbf29ce484222325ull ^ module_seed;
+	uint64_t h = admit_hash(p, len, module_seed);
 
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	/* splitmix64's finaliser: FNV-1a alone is weak in its high bits. */
-	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
-	h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
-	h ^= h >> 31;
 	return h ? h : 1;
 }
 
