@@ -1,4 +1,5 @@
-/* Helpers shared by the benchmarks in bench/. */
+/* Helpers shared by the benchmarks in bench/; keys and random numbers come
+ * from the tests' generator (tests/util/prng.h). */
 #ifndef ADMIT_BENCHUTIL_H
 #define ADMIT_BENCHUTIL_H
 
@@ -7,16 +8,14 @@
 #include <string.h>
 #include <time.h>
 
-/* splitmix64: a bijection, so distinct i give distinct, random-looking
- * 8-byte keys. */
+#include "prng.h"
+
+/* A bijection (tests/util/prng.h's splitmix64), so distinct i give
+ * distinct, random-looking 8-byte keys. */
 static inline uint64_t
 bench_key(uint64_t i)
 {
-	uint64_t z = i + 0x9e3779b97f4a7c15ull;
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return prng_mix(i);
 }
 
 /* Seconds on clock id: CLOCK_MONOTONIC for wall time, a CPU-time clock

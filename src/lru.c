@@ -82,6 +82,7 @@
 #include "minisim.h"
 #include "policy.h"
 #include "rcu.h"
+#include "stripe.h"
 #include "timer_wheel.h"
 
 #define CACHELINE ADMIT_CACHELINE
@@ -155,7 +156,8 @@ struct shard {
 	                                 * callbacks, taken by reclaim() */
 	/* What a get reads, apart from the lines writers dirty. */
 	alignas(CACHELINE) _Atomic(struct index *) index;
-	_Atomic unsigned resizing;      /* odd while grow relinks chains */
+	_Atomic uint32_t resizing;      /* a stripe (stripe.h): odd while grow
+	                                 * relinks chains */
 	struct ring ring;
 };
 
@@ -276,17 +278,16 @@ index_of(struct shard *s)
 static struct entry *
 lookup(struct shard *s, uint64_t h, const void *key, size_t klen)
 {
-	for (;;) {
-		/* acquire: pairs with the release that ends a grow, so the
-		 * index loaded next is at least the grown one. */
-		unsigned gen = atomic_load_explicit(&s->resizing, memory_order_acquire);
-		struct entry *e;
+	/* stripe.h's reader, on one stripe: a hit stands as found, a miss
+	 * only if no grow began or ended around it. */
+	struct stripe_reader r = { .a = &s->resizing, .b = &s->resizing };
 
-		if (!(gen & 1)) {
-			e = find(admit_rcu_deref(&s->index), h, key, klen, NULL);
-			/* acquire: keeps this load after the chain loads. */
-			if (e || atomic_load_explicit(&s->resizing,
-			                              memory_order_acquire) == gen)
+	for (;;) {
+		if (stripe_read_begin(&r)) {
+			struct entry *e = find(admit_rcu_deref(&s->index), h, key,
+			                       klen, NULL);
+
+			if (e || stripe_read_end(&r))
 				return e;
 		}
 		/* Rare: wait for the grow to end behind the mutex it holds. */
@@ -310,14 +311,12 @@ maybe_grow(struct admit_lru *c, struct shard *s)
 {
 	struct index *old = index_of(s), *ix;
 	size_t n = old->nbuckets * 2;
-	/* relaxed: only the mutex holder stores it. */
-	unsigned gen = atomic_load_explicit(&s->resizing, memory_order_relaxed);
 
 	if (s->entries <= old->nbuckets || !(ix = index_new(c, n)))
 		return;
-	/* relaxed: the release stores of the relinks below keep it before
-	 * them for any reader that sees one. */
-	atomic_store_explicit(&s->resizing, gen + 1, memory_order_relaxed);
+	/* Uncontended (the mutex is held); the relinks below are release
+	 * stores, so a reader that sees one also sees the odd stripe. */
+	stripe_lock(&s->resizing);
 	for (size_t i = 0; i < old->nbuckets; i++) {
 		/* relaxed loads: the mutex holder's own stores. */
 		struct entry *e = atomic_load_explicit(&old->bucket[i],
@@ -334,8 +333,7 @@ maybe_grow(struct admit_lru *c, struct shard *s)
 		}
 	}
 	admit_rcu_publish(&s->index, ix);
-	/* release: pairs with the first acquire load in lookup(). */
-	atomic_store_explicit(&s->resizing, gen + 2, memory_order_release);
+	stripe_unlock(&s->resizing);
 	atomic_fetch_add(&c->pending, 1);
 	admit_rcu_call(&old->rcu, free_index);
 }

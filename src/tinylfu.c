@@ -46,7 +46,7 @@ struct admit_tinylfu {
 	struct admit_cbf *door;
 	struct admit_cuckoo *freq;
 	uint64_t seed;
-	uint64_t window;  /* W */
+	uint64_t sample;  /* W: records between agings */
 	uint64_t batch;   /* records a stripe folds into total at once; divides W */
 	unsigned warm, chance_shift;
 
@@ -103,7 +103,7 @@ admit_tinylfu_new_config(const struct admit_tinylfu_config *cfg,
 	if (!t)
 		return ADMIT_NOMEM;
 	t->seed = cfg->seed ? cfg->seed : admit_random_seed();
-	t->window = w;
+	t->sample = w;
 	for (t->batch = MAX_BATCH; w % t->batch; t->batch >>= 1)
 		;
 	/* Agings fall on multiples of W only if a batch divides W. */
@@ -234,7 +234,7 @@ admit_tinylfu_record_hash(struct admit_tinylfu *t, uint64_t h)
 		/* The total moves in whole batches, so it crosses each
 		 * multiple of W exactly once. */
 		debug_check(old % t->batch == 0);
-		if ((old + t->batch) / t->window != old / t->window)
+		if ((old + t->batch) / t->sample != old / t->sample)
 			age(t);
 	}
 	return ADMIT_OK;
@@ -325,7 +325,7 @@ admit_tinylfu_stats(const struct admit_tinylfu *t,
 	for (unsigned i = 0; i < STRIPES; i++)
 		records += atomic_load_explicit(&t->stripe[i].records,
 		                                memory_order_relaxed);
-	out->sample_size = t->window;
+	out->sample_size = t->sample;
 	out->records = records;
 	out->agings = atomic_load_explicit(&t->agings, memory_order_relaxed);
 	out->replaced = atomic_load_explicit(&t->replaced, memory_order_relaxed);
