@@ -583,12 +583,17 @@ simulate(struct admit_lru *c, uint64_t h, uint64_t w)
 	if (!c->sim || !admit_minisim_sample(h, c->sim_threshold) ||
 	    pthread_mutex_trylock(&c->sim_mu) != 0)
 		return;
-	if (w)
+	if (w) {
 		admit_minisim_set(c->sim, h, w);
-	else
-		/* relaxed: see follow_config(). */
-		atomic_store_explicit(&c->config, admit_minisim_get(c->sim, h),
-		                      memory_order_relaxed);
+	} else {
+		unsigned k = admit_minisim_get(c->sim, h);
+
+		/* Stored only when it changes: every shard's locked calls read
+		 * it, and a store each sample would bounce its line between
+		 * the cores.  relaxed: see follow_config(). */
+		if (k != atomic_load_explicit(&c->config, memory_order_relaxed))
+			atomic_store_explicit(&c->config, k, memory_order_relaxed);
+	}
 	pthread_mutex_unlock(&c->sim_mu);
 }
 
