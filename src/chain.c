@@ -231,7 +231,8 @@ out:
 }
 
 enum admit_status
-admit_chain_add(struct admit_chain *c, const void *key, size_t len)
+admit_chain_add_at(struct admit_chain *c, const void *key, size_t len,
+                   unsigned *filter)
 {
 	if (!c || (!key && len))
 		return ADMIT_EINVAL;
@@ -240,6 +241,8 @@ admit_chain_add(struct admit_chain *c, const void *key, size_t len)
 		enum admit_status st = admit_cuckoo_insert(chain_at(c, n - 1),
 		                                           key, len);
 
+		if (st == ADMIT_OK && filter)
+			*filter = n - 1;
 		if (st != ADMIT_FULL)
 			return st;
 		st = grow(c, n);
@@ -249,7 +252,14 @@ admit_chain_add(struct admit_chain *c, const void *key, size_t len)
 }
 
 enum admit_status
-admit_chain_add_unique(struct admit_chain *c, const void *key, size_t len)
+admit_chain_add(struct admit_chain *c, const void *key, size_t len)
+{
+	return admit_chain_add_at(c, key, len, NULL);
+}
+
+enum admit_status
+admit_chain_add_unique_at(struct admit_chain *c, const void *key, size_t len,
+                          unsigned *filter)
 {
 	if (!c || (!key && len))
 		return ADMIT_EINVAL;
@@ -265,6 +275,8 @@ admit_chain_add_unique(struct admit_chain *c, const void *key, size_t len)
 			if (admit_cuckoo_contains(chain_at(c, i), key, len))
 				goto out;
 		st = admit_cuckoo_insert_unique(chain_at(c, n - 1), key, len);
+		if (st == ADMIT_OK && filter)
+			*filter = n - 1;
 out:
 		pthread_rwlock_unlock(&c->grow_lock);
 		if (st != ADMIT_FULL)
@@ -273,6 +285,12 @@ out:
 		if (st != ADMIT_OK)
 			return st;
 	}
+}
+
+enum admit_status
+admit_chain_add_unique(struct admit_chain *c, const void *key, size_t len)
+{
+	return admit_chain_add_unique_at(c, key, len, NULL);
 }
 
 bool
@@ -302,6 +320,18 @@ admit_chain_delete(struct admit_chain *c, const void *key, size_t len)
 		if (admit_cuckoo_delete(chain_at(c, n), key, len) == ADMIT_OK)
 			return ADMIT_OK;
 	return ADMIT_NOTFOUND;
+}
+
+/* The filter a copy went into is the only one sure to hold it: a newer
+ * filter may hold another key's matching fingerprint, and deleting that one
+ * would lose the other key. */
+enum admit_status
+admit_chain_delete_at(struct admit_chain *c, unsigned filter, const void *key,
+                      size_t len)
+{
+	if (!c || (!key && len) || filter >= chain_len(c))
+		return ADMIT_EINVAL;
+	return admit_cuckoo_delete(chain_at(c, filter), key, len);
 }
 
 uint64_t

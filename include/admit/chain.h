@@ -138,6 +138,32 @@ enum admit_status admit_chain_add_unique(struct admit_chain *c,
                                          const void *key, size_t len);
 
 /*
+ * admit_chain_add_at - admit_chain_add(), and on ADMIT_OK store in *filter
+ * (unless filter is NULL) the index of the filter that took the copy: 0 is
+ * the oldest, info.filters - 1 the newest.  Keep it to delete that copy with
+ * admit_chain_delete_at().
+ *
+ * Errors: as admit_chain_add(); *filter is written only on ADMIT_OK.
+ *
+ * Thread-safety: safe.
+ */
+enum admit_status admit_chain_add_at(struct admit_chain *c, const void *key,
+                                     size_t len, unsigned *filter);
+
+/*
+ * admit_chain_add_unique_at - admit_chain_add_unique(), and on ADMIT_OK
+ * store in *filter (unless filter is NULL) the index of the filter that took
+ * the key, as admit_chain_add_at() does.
+ *
+ * Errors: as admit_chain_add_unique(); *filter is written only on ADMIT_OK.
+ *
+ * Thread-safety: as admit_chain_add_unique().
+ */
+enum admit_status admit_chain_add_unique_at(struct admit_chain *c,
+                                            const void *key, size_t len,
+                                            unsigned *filter);
+
+/*
  * admit_chain_contains - true if key may be present in some filter.  No
  * false negative for a key added and not deleted before the call began; a
  * false positive with probability at most info.fpr_bound.  False if c is
@@ -152,6 +178,12 @@ bool admit_chain_contains(const struct admit_chain *c, const void *key,
  * admit_chain_delete - remove one copy of key, from the newest filter that
  * holds a matching fingerprint.  As with admit_cuckoo_delete(), deleting a
  * key never added may remove another key's copy: delete only what you added.
+ * Across filters even that is not enough: a newer filter than the one that
+ * holds key's copy may hold another key whose fingerprint matches key's
+ * there (probability at most 8 / 2^16 per newer filter), and this removes
+ * that copy instead, so the other key is then reported absent.  A caller
+ * that must never lose a key keeps the index admit_chain_add_at() gives and
+ * deletes with admit_chain_delete_at().
  *
  * Errors: ADMIT_NOTFOUND if no filter holds it (nothing changed);
  * ADMIT_EINVAL as for admit_chain_add().
@@ -160,6 +192,22 @@ bool admit_chain_contains(const struct admit_chain *c, const void *key,
  */
 enum admit_status admit_chain_delete(struct admit_chain *c, const void *key,
                                      size_t len);
+
+/*
+ * admit_chain_delete_at - remove one copy of key from filter number filter
+ * (as admit_chain_add_at() reported it) and from no other.  Deleting only
+ * copies added, each from the filter that took it, never makes another key
+ * absent: within one filter a matching fingerprint in key's buckets is as
+ * good as key's own.
+ *
+ * Errors: ADMIT_NOTFOUND if that filter holds no copy (nothing changed);
+ * ADMIT_EINVAL if c is NULL, key is NULL with len > 0, or filter is not
+ * below the chain's filter count.
+ *
+ * Thread-safety: safe.
+ */
+enum admit_status admit_chain_delete_at(struct admit_chain *c, unsigned filter,
+                                        const void *key, size_t len);
 
 /*
  * admit_chain_count - copies of key stored over all filters (each filter
