@@ -6,11 +6,17 @@
  *
  *   cached_load [--host 127.0.0.1] [--port N] [--threads N] [--keys N]
  *               [--requests N] [--warmup N] [--zipf S] [--value-size N]
- *               [--max-seconds N] [--seed N]
+ *               [--max-seconds N] [--seed N] [--ttl-fraction F --ttl S]
  *
  * --requests and --warmup are gets per thread; warm-up gets are neither
  * counted nor timed; ops/s sums each thread's own rate.  --max-seconds bounds the whole run.  Only loopback hosts are
  * accepted.
+ *
+ * --ttl-fraction F with --ttl S gives that fraction of the keys an exptime
+ * of S seconds on every set (the rest 0, never expiring).  Which keys is
+ * decided by a hash of the key, not by the random stream, so every run and
+ * every server sees the same keys expire: a key drawn again after its TTL
+ * misses and is set again, as a read-through cache of short-lived data does.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,6 +42,8 @@ struct options {
 	unsigned port, threads, value_size, max_seconds;
 	uint64_t keys, requests, warmup, seed;
 	double zipf;
+	double ttl_fraction;  /* of keys whose sets carry exptime ttl */
+	unsigned ttl;         /* seconds */
 };
 
 struct client {
@@ -46,7 +54,7 @@ struct client {
 	int fd;
 	char *buf;
 	size_t cap, have, off;
-	uint64_t gets, hits, sets;
+	uint64_t gets, hits, sets, ttl_sets;
 	double seconds;  /* of the counted requests */
 	bool failed;
 };
@@ -70,6 +78,21 @@ splitmix(uint64_t *s)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+
+/*
+ * Exptime for key: ttl for a fixed ttl_fraction of the keys, chosen by a
+ * hash so it does not depend on the seed or the order of requests.
+ */
+static unsigned
+key_exptime(const struct options *o, uint64_t key)
+{
+	uint64_t h = key;
+
+	if (o->ttl_fraction <= 0 || !o->ttl)
+		return 0;
+	return (double)(splitmix(&h) >> 11) * 0x1p-53 < o->ttl_fraction ?
+	       o->ttl : 0;
 }
 
 /* Rank r (0 = most popular) drawn by inverting the CDF. */
@@ -143,6 +166,7 @@ request(struct client *c, bool count)
 	uint64_t rank = draw_rank(c);
 	/* An odd multiplier is a bijection: distinct ranks, distinct keys. */
 	uint64_t key = rank * 0x9e3779b97f4a7c15ull;
+	unsigned exptime;
 	const char *line;
 	long n;
 	int klen;
@@ -179,8 +203,9 @@ request(struct client *c, bool count)
 	}
 	if (hit)
 		return true;
-	klen = snprintf(cmd, sizeof(cmd), "set key:%" PRIu64 " 0 0 %u\r\n", key,
-	                c->o->value_size);
+	exptime = key_exptime(c->o, key);
+	klen = snprintf(cmd, sizeof(cmd), "set key:%" PRIu64 " 0 %u %u\r\n", key,
+	                exptime, c->o->value_size);
 	memcpy(value, cmd, (size_t)klen);
 	memset(value + klen, 'v', c->o->value_size);
 	memcpy(value + klen + c->o->value_size, "\r\n", 2);
@@ -191,8 +216,10 @@ request(struct client *c, bool count)
 		return false;
 	/* STORED, or a server's refusal: both count as a set sent. */
 	c->off += (size_t)n;
-	if (count)
+	if (count) {
 		c->sets++;
+		c->ttl_sets += exptime != 0;
+	}
 	return true;
 }
 
@@ -237,7 +264,8 @@ usage(FILE *f)
 {
 	fprintf(f, "usage: cached_load [--host 127.0.0.1|::1] [--port N] [--threads N] "
 	        "[--keys N]\n  [--requests N] [--warmup N] [--zipf S] "
-	        "[--value-size N] [--max-seconds N] [--seed N]\n");
+	        "[--value-size N] [--max-seconds N] [--seed N]\n"
+	        "  [--ttl-fraction F --ttl SECONDS]\n");
 }
 
 int
@@ -254,6 +282,8 @@ main(int argc, char **argv)
 		{ "value-size", required_argument, NULL, 'v' },
 		{ "max-seconds", required_argument, NULL, 'T' },
 		{ "seed", required_argument, NULL, 's' },
+		{ "ttl-fraction", required_argument, NULL, 'F' },
+		{ "ttl", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -263,7 +293,7 @@ main(int argc, char **argv)
 	                     .max_seconds = 120, .seed = 1 };
 	struct client *cl;
 	double *cdf, t0, el, ops = 0;
-	uint64_t gets = 0, hits = 0, sets = 0;
+	uint64_t gets = 0, hits = 0, sets = 0, ttl_sets = 0;
 	int ch, rc = 0;
 
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -278,6 +308,8 @@ main(int argc, char **argv)
 		case 'v': o.value_size = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'T': o.max_seconds = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 's': o.seed = strtoull(optarg, NULL, 10); break;
+		case 'F': o.ttl_fraction = strtod(optarg, NULL); break;
+		case 'L': o.ttl = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -286,7 +318,9 @@ main(int argc, char **argv)
 	if (strcmp(o.host, "127.0.0.1") != 0 || !o.port || o.port > 65535 ||
 	    !o.threads || o.threads > 64 || o.keys < 2 || o.keys > 100000000 ||
 	    !o.value_size || o.value_size > (1u << 20) || o.zipf <= 0 ||
-	    !o.max_seconds || o.max_seconds > 3600) {
+	    !o.max_seconds || o.max_seconds > 3600 ||
+	    !(o.ttl_fraction >= 0 && o.ttl_fraction <= 1) ||
+	    o.ttl > 30 * 24 * 3600 || (o.ttl_fraction > 0 && !o.ttl)) {
 		usage(stderr);
 		fprintf(stderr, "cached_load: bad option (host must be 127.0.0.1)\n");
 		return 2;
@@ -321,15 +355,16 @@ main(int argc, char **argv)
 		gets += cl[i].gets;
 		hits += cl[i].hits;
 		sets += cl[i].sets;
+		ttl_sets += cl[i].ttl_sets;
 		rc |= cl[i].failed;
 		if (cl[i].seconds > 0)
 			ops += (double)(cl[i].gets + cl[i].sets) / cl[i].seconds;
 		free(cl[i].buf);
 	}
 	printf("ops/s %.0f hit_ratio %.4f gets %" PRIu64 " hits %" PRIu64
-	       " sets %" PRIu64 " seconds %.2f%s\n",
+	       " sets %" PRIu64 " ttl_sets %" PRIu64 " seconds %.2f%s\n",
 	       ops, gets ? (double)hits / (double)gets : 0.0,
-	       gets, hits, sets, el, now_s() > deadline ? " (time limit hit)" : "");
+	       gets, hits, sets, ttl_sets, el, now_s() > deadline ? " (time limit hit)" : "");
 	free(cdf);
 	free(cl);
 	return rc;
