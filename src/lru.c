@@ -913,6 +913,8 @@ admit_lru_get_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	return ADMIT_OK;
 }
 
+static struct entry *entry_new(uint64_t h, const void *key, size_t klen,
+                               size_t vlen, bool timer);
 static bool set_locked(struct admit_lru *c, struct shard *s, struct entry *e,
                        struct entry *old, _Atomic(struct entry *) *p);
 
@@ -932,16 +934,9 @@ admit_lru_set_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	s = shard_of(c, h);
 	if (s->max_bytes && charge_of(klen, vlen) > s->max_bytes)
 		return ADMIT_ETOOBIG;
-	e = admit_malloc(sizeof(*e) + klen + vlen);
+	e = entry_new(h, key, klen, vlen, false);
 	if (!e)
 		return ADMIT_NOMEM;
-	e->hash = h;
-	e->klen = klen;
-	e->vlen = vlen;
-	e->dead = false;
-	e->timed = false;
-	if (klen)
-		memcpy(e->data, key, klen);
 	if (vlen)
 		memcpy(e->data + klen, value, vlen);
 	/* Before the contest, so the candidate's own request counts. */
@@ -1269,13 +1264,15 @@ time_entry(struct admit_lru *c, struct shard *s, struct entry *e, uint64_t when)
 	return true;
 }
 
-/* A new unpublished entry for key with room for a vlen-byte value and a
- * timer; NULL when out of memory.  The caller has checked the sizes. */
+/* A new unpublished entry for key with room for a vlen-byte value and, if
+ * timer, a timer; NULL when out of memory.  The caller has checked the
+ * sizes. */
 static struct entry *
-entry_new(uint64_t h, const void *key, size_t klen, size_t vlen)
+entry_new(uint64_t h, const void *key, size_t klen, size_t vlen, bool timer)
 {
-	struct entry *e = admit_malloc(timer_offset(klen, vlen) +
-	                               sizeof(struct lru_timer));
+	struct entry *e = admit_malloc(timer ? timer_offset(klen, vlen) +
+	                                       sizeof(struct lru_timer)
+	                                     : sizeof(*e) + klen + vlen);
 
 	if (!e)
 		return NULL;
@@ -1319,7 +1316,7 @@ admit_lru_set_expiring_hashed(struct admit_lru *c, uint64_t h, const void *key,
 		admit_lru_delete_hashed(c, h, key, klen);
 		return ADMIT_OK;
 	}
-	e = entry_new(h, key, klen, vlen);
+	e = entry_new(h, key, klen, vlen, true);
 	if (!e)
 		return ADMIT_NOMEM;
 	if (vlen)
@@ -1400,7 +1397,7 @@ admit_lru_update_alloc(struct admit_lru_update *up, size_t vlen)
 		return NULL;
 	u->st = ADMIT_NOMEM;
 	/* With room for a timer: the updater may set an expiry after. */
-	e = entry_new(u->h, u->key, u->klen, vlen);
+	e = entry_new(u->h, u->key, u->klen, vlen, true);
 	if (!e)
 		return NULL;
 	u->e = e;
