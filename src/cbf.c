@@ -168,12 +168,6 @@ raise_min(const struct cbf_key *key, unsigned k, uint64_t v[BLOCK_WORDS],
 	}
 }
 
-static bool
-key_ok(const void *key, size_t len)
-{
-	return key || len == 0;
-}
-
 enum admit_status
 admit_cbf_new(uint64_t n, double fpr, uint64_t seed, struct admit_cbf **out)
 {
@@ -253,7 +247,7 @@ cbf_estimate_hash(const struct admit_cbf *f, uint64_t h)
 enum admit_status
 admit_cbf_add(struct admit_cbf *f, const void *key, size_t len)
 {
-	if (!f || !key_ok(key, len))
+	if (!f || !admit_key_ok(key, len))
 		return ADMIT_EINVAL;
 	cbf_add_hash(f, admit_hash(key, len, f->seed));
 	return ADMIT_OK;
@@ -264,7 +258,7 @@ admit_cbf_remove(struct admit_cbf *f, const void *key, size_t len)
 {
 	struct cbf_key k;
 
-	if (!f || !key_ok(key, len))
+	if (!f || !admit_key_ok(key, len))
 		return ADMIT_EINVAL;
 	locate(f, admit_hash(key, len, f->seed), &k);
 	if (estimate(&k, f->k) == 0)
@@ -298,7 +292,7 @@ admit_cbf_remove(struct admit_cbf *f, const void *key, size_t len)
 unsigned
 admit_cbf_estimate(const struct admit_cbf *f, const void *key, size_t len)
 {
-	if (!f || !key_ok(key, len))
+	if (!f || !admit_key_ok(key, len))
 		return 0;
 	return cbf_estimate_hash(f, admit_hash(key, len, f->seed));
 }

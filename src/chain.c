@@ -234,7 +234,7 @@ enum admit_status
 admit_chain_add_at(struct admit_chain *c, const void *key, size_t len,
                    unsigned *filter)
 {
-	if (!c || (!key && len))
+	if (!c || !admit_key_ok(key, len))
 		return ADMIT_EINVAL;
 	for (;;) {
 		unsigned n = chain_len(c);
@@ -261,7 +261,7 @@ enum admit_status
 admit_chain_add_unique_at(struct admit_chain *c, const void *key, size_t len,
                           unsigned *filter)
 {
-	if (!c || (!key && len))
+	if (!c || !admit_key_ok(key, len))
 		return ADMIT_EINVAL;
 	for (;;) {
 		enum admit_status st = ADMIT_EXISTS;
@@ -298,7 +298,7 @@ admit_chain_contains(const struct admit_chain *c, const void *key, size_t len)
 {
 	unsigned n;
 
-	if (!c || (!key && len))
+	if (!c || !admit_key_ok(key, len))
 		return false;
 	/* Newest first: it is the largest, so holds most of the keys. */
 	n = chain_len(c);
@@ -313,7 +313,7 @@ admit_chain_delete(struct admit_chain *c, const void *key, size_t len)
 {
 	unsigned n;
 
-	if (!c || (!key && len))
+	if (!c || !admit_key_ok(key, len))
 		return ADMIT_EINVAL;
 	n = chain_len(c);
 	while (n-- > 0)
@@ -329,7 +329,7 @@ enum admit_status
 admit_chain_delete_at(struct admit_chain *c, unsigned filter, const void *key,
                       size_t len)
 {
-	if (!c || (!key && len) || filter >= chain_len(c))
+	if (!c || !admit_key_ok(key, len) || filter >= chain_len(c))
 		return ADMIT_EINVAL;
 	return admit_cuckoo_delete(chain_at(c, filter), key, len);
 }
@@ -340,7 +340,7 @@ admit_chain_count(const struct admit_chain *c, const void *key, size_t len)
 	uint64_t sum = 0;
 	unsigned n;
 
-	if (!c || (!key && len))
+	if (!c || !admit_key_ok(key, len))
 		return 0;
 	n = chain_len(c);
 	for (unsigned i = 0; i < n; i++)

@@ -364,12 +364,6 @@ lookup_w(const struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
 	return lookup_slow(f, *p);
 }
 
-static bool
-key_ok(const void *key, size_t len)
-{
-	return key || len == 0;
-}
-
 static inline __attribute__((always_inline)) bool
 contains_hashed(const struct admit_cuckoo *f, uint64_t h, unsigned w)
 {
@@ -405,7 +399,7 @@ admit_cuckoo_contains(const struct admit_cuckoo *f, const void *key, size_t len)
 {
 	uint64_t h;
 
-	if (!f || !key_ok(key, len))
+	if (!f || !admit_key_ok(key, len))
 		return false;
 	if (len != 8 || f->lookup_width == 0)
 		return f->lookup_width == 8 ? contains_any8(f, key, len) :
@@ -424,7 +418,7 @@ admit_cuckoo_count(const struct admit_cuckoo *f, const void *key, size_t len)
 	struct stripe_reader r;
 	uint64_t m1, m2;
 
-	if (!f || !key_ok(key, len))
+	if (!f || !admit_key_ok(key, len))
 		return 0;
 	cuckoo_locate(f, key, len, &q.p);
 	probe_init(&q, f, 0, &r);
@@ -458,7 +452,7 @@ contains_many_w(const struct admit_cuckoo *f, size_t n,
 		size_t k = n - base < BATCH ? n - base : BATCH;
 
 		for (size_t j = 0; j < k; j++) {
-			if (!key_ok(keys[base + j], lens[base + j]))
+			if (!admit_key_ok(keys[base + j], lens[base + j]))
 				continue;
 			cuckoo_locate_bits(f, keys[base + j], lens[base + j],
 			                   w ? w : f->fp_bits, &pos[j]);
@@ -466,7 +460,7 @@ contains_many_w(const struct admit_cuckoo *f, size_t n,
 			__builtin_prefetch(cuckoo_bucket_addr(f, pos[j].i2));
 		}
 		for (size_t j = 0; j < k; j++)
-			out[base + j] = key_ok(keys[base + j], lens[base + j]) &&
+			out[base + j] = admit_key_ok(keys[base + j], lens[base + j]) &&
 			                lookup_w(f, &pos[j], w);
 	}
 }
@@ -702,7 +696,7 @@ add_key(struct admit_cuckoo *f, const void *key, size_t len, enum add_op op)
 {
 	struct cuckoo_pos p;
 
-	if (!f || !key_ok(key, len))
+	if (!f || !admit_key_ok(key, len))
 		return ADMIT_EINVAL;
 	if (op == ADD_COPY && f->counting)
 		op = ADD_INCREMENT;
@@ -731,7 +725,7 @@ admit_cuckoo_insert_many(struct admit_cuckoo *f, size_t n,
 		return ADMIT_EINVAL;
 	/* All or nothing for bad input: no key goes in if one is invalid. */
 	for (size_t i = 0; i < n; i++)
-		if (!key_ok(keys[i], lens[i]))
+		if (!admit_key_ok(keys[i], lens[i]))
 			return ADMIT_EINVAL;
 	op = f->counting ? ADD_INCREMENT : ADD_COPY;
 	for (size_t base = 0; base < n; base += BATCH) {
@@ -797,7 +791,7 @@ cuckoo_increment_replacing(struct admit_cuckoo *f, const void *key, size_t len,
 	struct cuckoo_pos p;
 
 	*replaced = false;
-	if (!f || !f->counting || !key_ok(key, len))
+	if (!f || !f->counting || !admit_key_ok(key, len))
 		return ADMIT_EINVAL;
 	cuckoo_locate(f, key, len, &p);
 	if (kick && add(f, &p, ADD_INCREMENT) != ADMIT_FULL)
@@ -819,7 +813,7 @@ admit_cuckoo_delete(struct admit_cuckoo *f, const void *key, size_t len)
 	struct cuckoo_pos p;
 	enum admit_status st = ADMIT_NOTFOUND;
 
-	if (!f || !key_ok(key, len))
+	if (!f || !admit_key_ok(key, len))
 		return ADMIT_EINVAL;
 	cuckoo_locate(f, key, len, &p);
 	cuckoo_lock_two(f, p.i1, p.i2);

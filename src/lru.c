@@ -881,7 +881,7 @@ admit_lru_get_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	struct shard *s;
 	struct entry *e;
 
-	if (!c || !vlen || (!key && klen) || (!buf && bufsize))
+	if (!c || !vlen || !admit_key_ok(key, klen) || (!buf && bufsize))
 		return ADMIT_EINVAL;
 	s = shard_of(c, h);
 	admit_rcu_read_lock();
@@ -927,7 +927,7 @@ admit_lru_set_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	_Atomic(struct entry *) *p;
 	bool kept;
 
-	if (!c || (!key && klen) || (!value && vlen))
+	if (!c || !admit_key_ok(key, klen) || (!value && vlen))
 		return ADMIT_EINVAL;
 	if (klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4)
 		return ADMIT_ETOOBIG;
@@ -1004,7 +1004,7 @@ admit_lru_delete_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	struct shard *s;
 	struct entry *e;
 
-	if (!c || (!key && klen))
+	if (!c || !admit_key_ok(key, klen))
 		return ADMIT_EINVAL;
 	s = shard_of(c, h);
 	shard_lock(c, s);
@@ -1085,7 +1085,7 @@ admit_lru_peek(struct admit_lru *c, const void *key, size_t klen, void *buf,
 	uint64_t h;
 	struct entry *e;
 
-	if (!c || !vlen || (!key && klen) || (!buf && bufsize))
+	if (!c || !vlen || !admit_key_ok(key, klen) || (!buf && bufsize))
 		return ADMIT_EINVAL;
 	h = hash_key(c, key, klen);
 	admit_rcu_read_lock();
@@ -1124,7 +1124,7 @@ admit_lru_get_with_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	struct shard *s;
 	struct entry *e;
 
-	if (!c || !fn || (!key && klen))
+	if (!c || !fn || !admit_key_ok(key, klen))
 		return ADMIT_EINVAL;
 	s = shard_of(c, h);
 	admit_rcu_read_lock();
@@ -1302,7 +1302,7 @@ admit_lru_set_expiring_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	_Atomic(struct entry *) *p;
 	bool kept;
 
-	if (!c || (!key && klen) || (!value && vlen))
+	if (!c || !admit_key_ok(key, klen) || (!value && vlen))
 		return ADMIT_EINVAL;
 	if (expires_at == 0)
 		return admit_lru_set_hashed(c, h, key, klen, value, vlen);
@@ -1345,7 +1345,7 @@ enum admit_status
 admit_lru_set_expiring(struct admit_lru *c, const void *key, size_t klen,
                        const void *value, size_t vlen, uint64_t expires_at)
 {
-	if (!c || (!key && klen))
+	if (!c || !admit_key_ok(key, klen))
 		return ADMIT_EINVAL;
 	return admit_lru_set_expiring_hashed(c, hash_key(c, key, klen), key, klen,
 	                                     value, vlen, expires_at);
@@ -1416,7 +1416,7 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	enum admit_lru_verdict v;
 	enum admit_status st = ADMIT_OK;
 
-	if (!c || !fn || (!key && klen))
+	if (!c || !fn || !admit_key_ok(key, klen))
 		return ADMIT_EINVAL;
 	u = (struct update){
 		.s = shard_of(c, h), .h = h, .key = key, .klen = klen,
@@ -1473,7 +1473,7 @@ enum admit_status
 admit_lru_compute(struct admit_lru *c, const void *key, size_t klen,
                   admit_lru_updater_t fn, void *arg)
 {
-	if (!c || !fn || (!key && klen))
+	if (!c || !fn || !admit_key_ok(key, klen))
 		return ADMIT_EINVAL;
 	return admit_lru_compute_hashed(c, hash_key(c, key, klen), key, klen, fn,
 	                                arg);
@@ -1484,7 +1484,7 @@ admit_lru_compute(struct admit_lru *c, const void *key, size_t klen,
 uint64_t
 admit_lru_hash(const struct admit_lru *c, const void *key, size_t klen)
 {
-	if (!c || (!key && klen))
+	if (!c || !admit_key_ok(key, klen))
 		return 0;
 	return hash_key(c, key, klen);
 }
@@ -1493,7 +1493,7 @@ enum admit_status
 admit_lru_get(struct admit_lru *c, const void *key, size_t klen, void *buf,
               size_t bufsize, size_t *vlen)
 {
-	if (!c || (!key && klen))
+	if (!c || !admit_key_ok(key, klen))
 		return ADMIT_EINVAL;
 	return admit_lru_get_hashed(c, hash_key(c, key, klen), key, klen, buf,
 	                            bufsize, vlen);
@@ -1503,7 +1503,7 @@ enum admit_status
 admit_lru_get_with(struct admit_lru *c, const void *key, size_t klen,
                    admit_lru_reader_t fn, void *arg)
 {
-	if (!c || (!key && klen))
+	if (!c || !admit_key_ok(key, klen))
 		return ADMIT_EINVAL;
 	return admit_lru_get_with_hashed(c, hash_key(c, key, klen), key, klen,
 	                                 fn, arg);
@@ -1513,7 +1513,7 @@ enum admit_status
 admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
               const void *value, size_t vlen)
 {
-	if (!c || (!key && klen))
+	if (!c || !admit_key_ok(key, klen))
 		return ADMIT_EINVAL;
 	return admit_lru_set_hashed(c, hash_key(c, key, klen), key, klen, value,
 	                            vlen);
@@ -1522,7 +1522,7 @@ admit_lru_set(struct admit_lru *c, const void *key, size_t klen,
 enum admit_status
 admit_lru_delete(struct admit_lru *c, const void *key, size_t klen)
 {
-	if (!c || (!key && klen))
+	if (!c || !admit_key_ok(key, klen))
 		return ADMIT_EINVAL;
 	return admit_lru_delete_hashed(c, hash_key(c, key, klen), key, klen);
 }

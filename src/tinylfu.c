@@ -186,7 +186,7 @@ age(struct admit_tinylfu *t)
 uint64_t
 admit_tinylfu_hash(const struct admit_tinylfu *t, const void *key, size_t len)
 {
-	if (!t || (!key && len))
+	if (!t || !admit_key_ok(key, len))
 		return 0;
 	return admit_hash(key, len, t->seed);
 }
@@ -243,7 +243,7 @@ admit_tinylfu_record_hash(struct admit_tinylfu *t, uint64_t h)
 enum admit_status
 admit_tinylfu_record(struct admit_tinylfu *t, const void *key, size_t len)
 {
-	if (!t || (!key && len))
+	if (!t || !admit_key_ok(key, len))
 		return ADMIT_EINVAL;
 	return admit_tinylfu_record_hash(t, admit_hash(key, len, t->seed));
 }
@@ -266,7 +266,7 @@ unsigned
 admit_tinylfu_estimate(const struct admit_tinylfu *t, const void *key,
                        size_t len)
 {
-	if (!t || (!key && len))
+	if (!t || !admit_key_ok(key, len))
 		return 0;
 	return admit_tinylfu_estimate_hash(t, admit_hash(key, len, t->seed));
 }
