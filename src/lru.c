@@ -874,6 +874,33 @@ admit_lru_free(struct admit_lru *c)
 	admit_free(c);
 }
 
+/* The get's bookkeeping once its lookup is done (e, or NULL for a miss):
+ * queue the access, and when the ring is full apply it at once.  In the
+ * read-side section: batch_ready() relies on every push
+ * of an entry ending before the grace period does. */
+static void
+note_access(struct admit_lru *c, struct shard *s, struct entry *e)
+{
+	if (!ring_push(&s->ring, e)) {
+		shard_lock(c, s);
+		apply(s, e);
+		pthread_mutex_unlock(&s->mu);
+	}
+}
+
+/* After the read-side section: the simulation's sample and, for a hit, its
+ * TinyLFU record (the sketch reads nothing of the shard). */
+static enum admit_status
+get_done(struct admit_lru *c, uint64_t h, bool hit)
+{
+	simulate(c, h, 0);
+	if (!hit)
+		return ADMIT_NOTFOUND;
+	if (c->tlfu)
+		admit_tinylfu_record_hash(c->tlfu, h);
+	return ADMIT_OK;
+}
+
 enum admit_status
 admit_lru_get_hashed(struct admit_lru *c, uint64_t h, const void *key,
                      size_t klen, void *buf, size_t bufsize, size_t *vlen)
@@ -897,20 +924,9 @@ admit_lru_get_hashed(struct admit_lru *c, uint64_t h, const void *key,
 		if (e->vlen)
 			memcpy(buf, e->data + e->klen, e->vlen);
 	}
-	/* Still in the read-side section: batch_ready() relies on every push
-	 * of an entry ending before the grace period does. */
-	if (!ring_push(&s->ring, e)) {
-		shard_lock(c, s);
-		apply(s, e);
-		pthread_mutex_unlock(&s->mu);
-	}
+	note_access(c, s, e);
 	admit_rcu_read_unlock();
-	simulate(c, h, 0);
-	if (!e)
-		return ADMIT_NOTFOUND;
-	if (c->tlfu)
-		admit_tinylfu_record_hash(c->tlfu, h);
-	return ADMIT_OK;
+	return get_done(c, h, e != NULL);
 }
 
 static struct entry *entry_new(uint64_t h, const void *key, size_t klen,
@@ -1103,20 +1119,6 @@ admit_lru_peek(struct admit_lru *c, const void *key, size_t klen, void *buf,
 	return st;
 }
 
-/* The get's bookkeeping once its lookup is done (e, or NULL for a miss):
- * queue the access, and when the ring is full apply it at once.  In the
- * read-side section, as in admit_lru_get: batch_ready() relies on every push
- * of an entry ending before the grace period does. */
-static void
-note_access(struct admit_lru *c, struct shard *s, struct entry *e)
-{
-	if (!ring_push(&s->ring, e)) {
-		shard_lock(c, s);
-		apply(s, e);
-		pthread_mutex_unlock(&s->mu);
-	}
-}
-
 enum admit_status
 admit_lru_get_with_hashed(struct admit_lru *c, uint64_t h, const void *key,
                           size_t klen, admit_lru_reader_t fn, void *arg)
@@ -1135,12 +1137,7 @@ admit_lru_get_with_hashed(struct admit_lru *c, uint64_t h, const void *key,
 		fn(e->vlen ? e->data + e->klen : NULL, e->vlen, arg);
 	note_access(c, s, e);
 	admit_rcu_read_unlock();
-	simulate(c, h, 0);
-	if (!e)
-		return ADMIT_NOTFOUND;
-	if (c->tlfu)
-		admit_tinylfu_record_hash(c->tlfu, h);
-	return ADMIT_OK;
+	return get_done(c, h, e != NULL);
 }
 
 /* ---- expiry ----------------------------------------------------------------
