@@ -17,13 +17,6 @@
 
 #define SEED 0x5eed1e55ull
 
-static uint64_t
-rnd_u64(uint64_t *x)
-{
-	*x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
-	return *x;
-}
-
 static struct admit_lru *
 make(uint64_t cap, uint64_t bytes, enum admit_lru_policy pol, unsigned shards)
 {
@@ -440,15 +433,13 @@ START_TEST(test_compute_is_one_access)
 	struct admit_lru *b = make(CAP, 0, pol[_i / 2], 1);
 	bool rewrite = _i % 2;
 	struct admit_lru_stats sa, sb;
-	uint64_t x = 88172645463325252ull;
+	struct prng rng = { 88172645463325252ull };
 	size_t vlen, same = 0;
 	char buf[4];
 
 	for (int i = 0; i < N; i++) {
-		uint64_t k;
-
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-		k = (x >> 8) % (1 + (x >> 40) % 2000);  /* skewed */
+		uint64_t x = prng_next(&rng);
+		uint64_t k = (x >> 8) % (1 + (x >> 40) % 2000);  /* skewed */
 		if (admit_lru_get(a, KEY(k), buf, sizeof(buf), &vlen) == ADMIT_NOTFOUND)
 			admit_lru_set(a, KEY(k), "v", 1);
 		admit_lru_compute(b, KEY(k), fill_or_touch, &rewrite);
@@ -954,12 +945,12 @@ static void *
 exp_writer(void *arg)
 {
 	struct exp_run *r = arg;
-	uint64_t x = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&x;
+	struct prng rng = { (uint64_t)(uintptr_t)r };
 
 	for (int i = 0; i < EXP_OPS; i++) {
-		uint64_t when = atomic_load(&fake_now) + 1 + rnd_u64(&x) % (SEC / 4);
+		uint64_t when = atomic_load(&fake_now) + 1 + prng_next(&rng) % (SEC / 4);
 
-		admit_lru_set_expiring(r->c, KEY(rnd_u64(&x) % EXP_KEYS), &when,
+		admit_lru_set_expiring(r->c, KEY(prng_next(&rng) % EXP_KEYS), &when,
 		                       sizeof(when), when);
 		if (i % 64 == 0)
 			atomic_fetch_add(&fake_now, SEC / 50);

@@ -34,13 +34,6 @@ on_fire(struct admit_timer *t, void *arg)
 	p->fired_at = now_for_fire;
 }
 
-static uint64_t
-rnd(uint64_t *x)
-{
-	*x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
-	return *x;
-}
-
 START_TEST(test_wheel_model)
 {
 	enum { N = 5000 };
@@ -51,7 +44,8 @@ START_TEST(test_wheel_model)
 	};
 	const size_t ns = sizeof(scale) / sizeof(scale[0]);
 	struct probe *p = calloc(N, sizeof(*p));
-	uint64_t x = 0x2545f4914f6cdd1dull + (uint64_t)_i, now = UINT64_C(1) << 40;
+	struct prng rng = { 0x2545f4914f6cdd1dull + (uint64_t)_i };
+	uint64_t now = UINT64_C(1) << 40;
 	struct admit_wheel *w = admit_wheel_new(now);
 	struct tally early = TALLY_INIT, late = TALLY_INIT, twice = TALLY_INIT;
 	size_t added = 0, fired = 0, removed = 0;
@@ -59,18 +53,18 @@ START_TEST(test_wheel_model)
 	ck_assert_ptr_nonnull(p);
 	ck_assert_ptr_nonnull(w);
 	while (added < N || fired + removed < N) {
-		uint64_t r = rnd(&x);
+		uint64_t r = prng_next(&rng);
 
 		if (added < N && r % 3 != 0) {
 			struct probe *q = &p[added++];
-			uint64_t d = rnd(&x) % (scale[rnd(&x) % ns] + 1);
+			uint64_t d = prng_next(&rng) % (scale[prng_next(&rng) % ns] + 1);
 
 			/* Some already past. */
 			q->t.when = r % 17 == 0 && now > d ? now - d : now + d;
 			q->due = q->t.when > now ? q->t.when : now;
 			admit_wheel_add(w, &q->t);
 		} else if (added && r % 5 == 0) {
-			struct probe *q = &p[rnd(&x) % added];
+			struct probe *q = &p[prng_next(&rng) % added];
 
 			if (!q->fires && !q->removed) {
 				admit_wheel_remove(&q->t);
@@ -80,7 +74,7 @@ START_TEST(test_wheel_model)
 			admit_wheel_remove(&q->t);  /* twice: a no-op */
 		} else {
 			/* Steps up to the top level's scale: 2^61 ns in all. */
-			now += rnd(&x) % (scale[rnd(&x) % (ns - 1)] + 1);
+			now += prng_next(&rng) % (scale[prng_next(&rng) % (ns - 1)] + 1);
 			now_for_fire = now;
 			fired += admit_wheel_advance(w, now, on_fire, NULL);
 			ck_assert_uint_eq(admit_wheel_now(w), now);
