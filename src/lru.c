@@ -84,6 +84,7 @@
 #include "rcu.h"
 #include "stripe.h"
 #include "timer_wheel.h"
+#include "tinylfu_internal.h"
 
 #define CACHELINE ADMIT_CACHELINE
 
@@ -178,6 +179,10 @@ struct admit_lru {
 	 * under its own mutex. */
 	struct admit_minisim *sim;
 	uint64_t sim_threshold;         /* admit_minisim_threshold(sim) */
+	/* The real sketch runs in one mode at a time (tinylfu_internal.h):
+	 * the mini caches of the other mode contest on a sketch of the
+	 * sampled requests alone, in that mode ([0] aging, [1] steady). */
+	struct admit_tinylfu *sim_tlfu[2];
 	pthread_mutex_t sim_mu;
 	alignas(CACHELINE) _Atomic unsigned config;
 };
@@ -539,14 +544,14 @@ start_config(enum admit_lru_policy policy, unsigned window_percent)
 {
 	switch (policy) {
 	case ADMIT_LRU_PLAIN:
-		return (struct admit_policy_config){ 100, 0, false };
+		return (struct admit_policy_config){ 100, 0, false, false };
 	case ADMIT_LRU_TINYLFU:
-		return (struct admit_policy_config){ 0, 0, true };
+		return (struct admit_policy_config){ 0, 0, true, false };
 	case ADMIT_LRU_ADAPTIVE:
 		return admit_minisim_configs[ADMIT_MINISIM_START];
 	default:
 		return (struct admit_policy_config){ window_percent,
-		                                     PROTECTED_PERCENT, true };
+		                                     PROTECTED_PERCENT, true, false };
 	}
 }
 
@@ -568,21 +573,37 @@ follow_config(const struct admit_lru *c, struct shard *s)
 	}
 }
 
+/* A mini cache's contest: on the real sketch when it runs in the mini
+ * cache's mode (the mini cache of the current configuration then sees the
+ * very estimates the shards see), else on the simulation's own. */
 static bool
-sim_admit(void *ctx, uint64_t cand, uint64_t victim)
+sim_admit(void *ctx, bool steady, uint64_t cand, uint64_t victim)
 {
-	return admit_tinylfu_admit_hash(ctx, cand, victim);
+	const struct admit_lru *c = ctx;
+	/* relaxed: see follow_config(); the simulation's mutex orders it
+	 * with simulate()'s store anyway. */
+	unsigned k = atomic_load_explicit(&c->config, memory_order_relaxed);
+	struct admit_tinylfu *t = admit_minisim_configs[k].steady == steady
+	                          ? c->tlfu : c->sim_tlfu[steady];
+
+	return admit_tinylfu_admit_hash(t, cand, victim);
 }
 
 /* Feeds a sampled request to the simulation, unless another thread is in
  * it: then the sample is lost, which only thins the evidence.  w is the
- * weight of a set, 0 for a get.  Not under a shard mutex. */
+ * weight of a set, 0 for a get; recorded tells whether the real cache
+ * counted this request in its sketch (a hit or a set), so the simulation's
+ * sketches count what the real one does.  Not under a shard mutex. */
 static void
-simulate(struct admit_lru *c, uint64_t h, uint64_t w)
+simulate(struct admit_lru *c, uint64_t h, uint64_t w, bool recorded)
 {
 	if (!c->sim || !admit_minisim_sample(h, c->sim_threshold) ||
 	    pthread_mutex_trylock(&c->sim_mu) != 0)
 		return;
+	if (recorded) {
+		admit_tinylfu_record_hash(c->sim_tlfu[0], h);
+		admit_tinylfu_record_hash(c->sim_tlfu[1], h);
+	}
 	if (w) {
 		admit_minisim_set(c->sim, h, w);
 	} else {
@@ -591,10 +612,42 @@ simulate(struct admit_lru *c, uint64_t h, uint64_t w)
 		/* Stored only when it changes: every shard's locked calls read
 		 * it, and a store each sample would bounce its line between
 		 * the cores.  relaxed: see follow_config(). */
-		if (k != atomic_load_explicit(&c->config, memory_order_relaxed))
+		if (k != atomic_load_explicit(&c->config, memory_order_relaxed)) {
 			atomic_store_explicit(&c->config, k, memory_order_relaxed);
+			admit_tinylfu_set_steady(c->tlfu,
+			                         admit_minisim_configs[k].steady);
+		}
 	}
 	pthread_mutex_unlock(&c->sim_mu);
+}
+
+/* The simulation's two sketches, for its mini caches' entries and its
+ * share of the requests: the real sketch's settings scaled by the sample
+ * rate (a sample of W records of every key is W x rate records of the
+ * sampled ones).  False when out of memory. */
+static bool
+sim_sketches(struct admit_lru *c, const struct admit_tinylfu_config *user,
+             uint64_t entries)
+{
+	struct admit_tinylfu_config tc = { 0 };
+	uint64_t n = admit_minisim_entries(c->sim);
+
+	if (user)
+		tc = *user;
+	if (tc.sample_size) {
+		tc.sample_size = (uint64_t)((double)tc.sample_size * (double)n /
+		                            (double)entries + 0.5);
+		if (tc.sample_size == 0)
+			tc.sample_size = 1;
+	}
+	tc.cache_capacity = n;
+	for (unsigned i = 0; i < 2; i++) {
+		tc.seed = admit_mix64(c->seed + i + 1);
+		if (admit_tinylfu_new_config(&tc, &c->sim_tlfu[i]) != ADMIT_OK)
+			return false;
+	}
+	admit_tinylfu_set_steady(c->sim_tlfu[1], true);
+	return true;
 }
 
 /* One hash per request serves the index and the sketch alike. */
@@ -819,11 +872,12 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 		 * configuration it picks is applied to every shard. */
 		c->sim = admit_minisim_new(c->by_bytes ? cfg->capacity_bytes
 		                                       : cfg->capacity,
-		                           entries_of(cfg), sim_admit, c->tlfu);
+		                           entries_of(cfg), sim_admit, c);
 		if (!c->sim)
 			goto out;
 		c->sim_threshold = admit_minisim_threshold(c->sim);
-		if (pthread_mutex_init(&c->sim_mu, NULL) != 0) {
+		if (!sim_sketches(c, cfg->tinylfu, entries_of(cfg)) ||
+		    pthread_mutex_init(&c->sim_mu, NULL) != 0) {
 			admit_minisim_free(c->sim);
 			c->sim = NULL;
 			goto out;
@@ -846,6 +900,8 @@ out:
 		if (c->shards)
 			admit_table_free(c->shards, sizeof(*c->shards) * nshards);
 		admit_tinylfu_free(c->tlfu);
+		admit_tinylfu_free(c->sim_tlfu[0]);
+		admit_tinylfu_free(c->sim_tlfu[1]);
 		if (c->sim) {
 			admit_minisim_free(c->sim);
 			pthread_mutex_destroy(&c->sim_mu);
@@ -871,6 +927,8 @@ admit_lru_free(struct admit_lru *c)
 		admit_minisim_free(c->sim);
 		pthread_mutex_destroy(&c->sim_mu);
 	}
+	admit_tinylfu_free(c->sim_tlfu[0]);
+	admit_tinylfu_free(c->sim_tlfu[1]);
 	admit_free(c);
 }
 
@@ -893,7 +951,7 @@ note_access(struct admit_lru *c, struct shard *s, struct entry *e)
 static enum admit_status
 get_done(struct admit_lru *c, uint64_t h, bool hit)
 {
-	simulate(c, h, 0);
+	simulate(c, h, 0, hit);
 	if (!hit)
 		return ADMIT_NOTFOUND;
 	if (c->tlfu)
@@ -961,7 +1019,7 @@ admit_lru_set_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	/* The weight, for byte capacities; and a key a mini cache turned
 	 * away at the get that missed gets a second contest there, as the
 	 * measured constants assume (doc/hit-ratio.md). */
-	simulate(c, h, c->by_bytes ? charge_of(klen, vlen) : 1);
+	simulate(c, h, c->by_bytes ? charge_of(klen, vlen) : 1, true);
 
 	shard_lock(c, s);
 	expire_due(c, s);
@@ -1065,7 +1123,9 @@ admit_lru_stats(struct admit_lru *c, struct admit_lru_stats *out)
 	}
 	if (c->sim) {
 		pthread_mutex_lock(&c->sim_mu);
-		sum.sim_bytes = admit_minisim_bytes(c->sim);
+		sum.sim_bytes = admit_minisim_bytes(c->sim) +
+		                admit_tinylfu_memory(c->sim_tlfu[0]) +
+		                admit_tinylfu_memory(c->sim_tlfu[1]);
 		sum.sim_switches = admit_minisim_switches(c->sim);
 		pthread_mutex_unlock(&c->sim_mu);
 	}
@@ -1318,7 +1378,7 @@ admit_lru_set_expiring_hashed(struct admit_lru *c, uint64_t h, const void *key,
 		return ADMIT_NOMEM;
 	if (vlen)
 		memcpy(e->data + klen, value, vlen);
-	simulate(c, h, c->by_bytes ? charge_of(klen, vlen) : 1);  /* as a set */
+	simulate(c, h, c->by_bytes ? charge_of(klen, vlen) : 1, true);  /* a set */
 	shard_lock(c, s);
 	/* The wheel is advanced before e joins it: advancing may remove what
 	 * is due, and e, not yet in the index or a list, must not be (its
@@ -1412,6 +1472,7 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	struct entry *old;
 	enum admit_lru_verdict v;
 	enum admit_status st = ADMIT_OK;
+	bool recorded;
 
 	if (!c || !fn || !admit_key_ok(key, klen))
 		return ADMIT_EINVAL;
@@ -1441,7 +1502,8 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	 * a hit after its move). */
 	if (!old)
 		s->st.misses++;
-	if (c->tlfu && (old || (v == ADMIT_LRU_STORE && u.st == ADMIT_OK)))
+	recorded = old || (v == ADMIT_LRU_STORE && u.st == ADMIT_OK);
+	if (c->tlfu && recorded)
 		admit_tinylfu_record_hash(c->tlfu, h);
 	if (v == ADMIT_LRU_STORE && u.st == ADMIT_OK) {
 		/* Replacing old also moves it, as a hit does. */
@@ -1462,7 +1524,7 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 		s->st.hits++;
 	pthread_mutex_unlock(&s->mu);
 	admit_free(u.e);
-	simulate(c, h, 0);  /* one access: the mini caches see a get */
+	simulate(c, h, 0, recorded);  /* one access: the mini caches see a get */
 	return st;
 }
 

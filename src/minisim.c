@@ -25,12 +25,16 @@
 /*
  * The configurations: window share 0, 1, 5, 20, 50, 80 % with admission
  * (segmented LRU with TinyLFU up to mostly recency), 20 % without admission
- * (segmented LRU), and plain LRU.  Protected is 80 % of main throughout
+ * (segmented LRU), plain LRU, and W-TinyLFU's 1 % window with steady
+ * frequencies (no aging, no chance admission: what a loop larger than the
+ * cache needs, tinylfu_internal.h).  Protected is 80 % of main throughout
  * (Caffeine's).
  */
 const struct admit_policy_config admit_minisim_configs[ADMIT_MINISIM_N] = {
-	{ 0, 80, true }, { 1, 80, true }, { 5, 80, true }, { 20, 80, true },
-	{ 50, 80, true }, { 80, 80, true }, { 20, 80, false }, { 100, 0, false },
+	{ 0, 80, true, false }, { 1, 80, true, false }, { 5, 80, true, false },
+	{ 20, 80, true, false }, { 50, 80, true, false }, { 80, 80, true, false },
+	{ 20, 80, false, false }, { 100, 0, false, false },
+	{ 1, 80, true, true },
 };
 
 #define NIL UINT32_MAX
@@ -98,8 +102,8 @@ op_admit(void *ctx, const struct admit_policy_node *cand,
 {
 	struct mini *mc = ctx;
 
-	return mc->m->admit(mc->m->admit_ctx, mnode_of(cand)->hash,
-	                    mnode_of(victim)->hash);
+	return mc->m->admit(mc->m->admit_ctx, mc->pol.cfg.steady,
+	                    mnode_of(cand)->hash, mnode_of(victim)->hash);
 }
 
 static void
@@ -318,6 +322,12 @@ uint64_t
 admit_minisim_switches(const struct admit_minisim *m)
 {
 	return m->switches;
+}
+
+uint64_t
+admit_minisim_entries(const struct admit_minisim *m)
+{
+	return m->nodes;
 }
 
 size_t

@@ -22,15 +22,19 @@
 #include "policy.h"
 
 /* Mini caches, one per configuration of admit_minisim_configs. */
-#define ADMIT_MINISIM_N 8
+#define ADMIT_MINISIM_N 9
+/* Index of plain LRU among them. */
+#define ADMIT_MINISIM_LRU 7
 /* Index of the configuration a cache starts with (1 % window, admission:
  * W-TinyLFU's default). */
 #define ADMIT_MINISIM_START 1
 
 extern const struct admit_policy_config admit_minisim_configs[ADMIT_MINISIM_N];
 
-/* The contest the mini caches run: the real cache's (TinyLFU). */
-typedef bool (*admit_minisim_admit_fn)(void *ctx, uint64_t cand_hash,
+/* The contest the mini caches run: TinyLFU's, on a sketch of the sampled
+ * requests in the configuration's mode (steady or aging). */
+typedef bool (*admit_minisim_admit_fn)(void *ctx, bool steady,
+                                       uint64_t cand_hash,
                                        uint64_t victim_hash);
 
 struct admit_minisim;
@@ -79,6 +83,10 @@ unsigned admit_minisim_current(const struct admit_minisim *m);
 
 /* How many times the chosen configuration changed. */
 uint64_t admit_minisim_switches(const struct admit_minisim *m);
+
+/* Entries each mini cache holds (the cache's own up to
+ * ADMIT_MINISIM_MAX_ENTRIES): what its contest's sketch is sized for. */
+uint64_t admit_minisim_entries(const struct admit_minisim *m);
 
 /* Bytes the simulator allocated. */
 size_t admit_minisim_bytes(const struct admit_minisim *m);

@@ -58,11 +58,14 @@ struct admit_policy_ops {
  * plain LRU: nothing ever leaves the window but by eviction), the
  * protected segment's share of main, and whether the window's overflow
  * must win the contest to enter main (false: it always enters, main's
- * victim leaves). */
+ * victim leaves).  steady is the contest's, not the core's: its
+ * frequencies never age and no candidate wins by chance
+ * (tinylfu_internal.h). */
 struct admit_policy_config {
 	unsigned window_percent;        /* 0..100 */
 	unsigned protected_percent;     /* 0..100 */
 	bool admission;
+	bool steady;
 };
 
 struct admit_policy {

@@ -26,6 +26,7 @@
 #include "cuckoo_internal.h"
 #include "debug.h"
 #include "hash.h"
+#include "tinylfu_internal.h"
 
 #define STRIPES 16u           /* power of two */
 #define MAX_BATCH 64u
@@ -54,6 +55,8 @@ struct admit_tinylfu {
 	 * failed cuckoo-path search, cleared by aging).  Read on most records,
 	 * written about twice per sample. */
 	_Atomic bool crowded;
+	/* admit_tinylfu_set_steady(): no aging, no chance admission. */
+	_Atomic bool steady;
 
 	alignas(ADMIT_CACHELINE) _Atomic uint64_t total;
 	atomic_flag aging;
@@ -183,6 +186,13 @@ age(struct admit_tinylfu *t)
 	atomic_flag_clear_explicit(&t->aging, memory_order_release);
 }
 
+void
+admit_tinylfu_set_steady(struct admit_tinylfu *t, bool steady)
+{
+	/* relaxed: a mode, read as a hint by records and contests. */
+	atomic_store_explicit(&t->steady, steady, memory_order_relaxed);
+}
+
 uint64_t
 admit_tinylfu_hash(const struct admit_tinylfu *t, const void *key, size_t len)
 {
@@ -234,7 +244,9 @@ admit_tinylfu_record_hash(struct admit_tinylfu *t, uint64_t h)
 		/* The total moves in whole batches, so it crosses each
 		 * multiple of W exactly once. */
 		debug_check(old % t->batch == 0);
-		if ((old + t->batch) / t->sample != old / t->sample)
+		/* relaxed: a mode switch may take effect one sample late. */
+		if ((old + t->batch) / t->sample != old / t->sample &&
+		    !atomic_load_explicit(&t->steady, memory_order_relaxed))
 			age(t);
 	}
 	return ADMIT_OK;
@@ -284,7 +296,9 @@ admit_tinylfu_admit_hash(struct admit_tinylfu *t, uint64_t candidate,
 	ve = admit_tinylfu_estimate_hash(t, victim);
 	if (ce > ve)
 		return true;
-	if (ce < t->warm || t->chance_shift >= 64)
+	/* relaxed: as in admit_tinylfu_record_hash(). */
+	if (ce < t->warm || t->chance_shift >= 64 ||
+	    atomic_load_explicit(&t->steady, memory_order_relaxed))
 		return false;
 	/* relaxed: each caller only needs a distinct point of the sequence. */
 	r = admit_mix64(atomic_fetch_add_explicit(&stripe_of_thread(t)->rng,

@@ -87,7 +87,7 @@ static struct owner *
 owner_new(uint64_t max, unsigned window, unsigned prot, bool admission)
 {
 	struct owner *o = calloc(1, sizeof(*o));
-	struct admit_policy_config cfg = { window, prot, admission };
+	struct admit_policy_config cfg = { window, prot, admission, false };
 
 	ck_assert_ptr_nonnull(o);
 	o->max = max;
@@ -212,7 +212,8 @@ END_TEST
 START_TEST(test_configure)
 {
 	struct owner *o = owner_new(100, 1, 80, true);
-	struct admit_policy_config wide = { 50, 80, true }, narrow = { 0, 80, true };
+	struct admit_policy_config wide = { 50, 80, true, false },
+	                           narrow = { 0, 80, true, false };
 
 	for (unsigned i = 0; i < 100; i++)
 		put(o, i);
@@ -282,7 +283,7 @@ START_TEST(test_random)
 		if (r % 997 == 0) {
 			struct admit_policy_config cfg = {
 				windows[(r >> 20) % 7], (unsigned)((r >> 30) % 101),
-				(r >> 40) & 1,
+				(r >> 40) & 1, false,
 			};
 
 			admit_policy_configure(&o->p, &cfg);

@@ -18,6 +18,7 @@
 #include "alloc.h"
 #include "cuckoo_internal.h"
 #include "testutil.h"
+#include "tinylfu_internal.h"
 
 #define SEED 0x71f05eedull
 
@@ -139,6 +140,43 @@ START_TEST(test_aging)
 	admit_tinylfu_stats(t, &st);
 	ck_assert_uint_eq(st.agings, 3);
 	ck_assert_uint_eq(admit_tinylfu_estimate(t, KEY(0)), 0);
+	admit_tinylfu_free(t);
+}
+END_TEST
+
+/* Steady mode (admit_lru's adaptive policy may run the sketch so): no
+ * aging however many records, no admission by chance; back in the aging
+ * mode, the next sample boundary ages again. */
+START_TEST(test_steady)
+{
+	struct admit_tinylfu *t = make(100, 0, 0);  /* W = 1000 */
+	struct admit_tinylfu_stats st;
+	unsigned won = 0;
+
+	admit_tinylfu_set_steady(t, true);
+	record_n(t, 0, 8);
+	for (uint64_t i = 1; i < 2992; i++)
+		record_n(t, i, 1);
+	admit_tinylfu_stats(t, &st);
+	ck_assert_uint_eq(st.agings, 0);
+	ck_assert_uint_eq(admit_tinylfu_estimate(t, KEY(0)), 8);
+	/* A warm candidate that ties the victim (both at the counters' top):
+	 * 1 in 128 wins aging, none steady. */
+	record_n(t, 0, 20);
+	record_n(t, 7000, 20);
+	ck_assert_uint_eq(admit_tinylfu_estimate(t, KEY(0)),
+	                  admit_tinylfu_estimate(t, KEY(7000)));
+	for (int i = 0; i < 2000; i++)
+		won += admit_tinylfu_admit(t, KEY(7000), KEY(0));
+	ck_assert_uint_eq(won, 0);
+	admit_tinylfu_set_steady(t, false);
+	for (int i = 0; i < 2000; i++)
+		won += admit_tinylfu_admit(t, KEY(7000), KEY(0));
+	ck_assert_uint_gt(won, 0);
+	record_n(t, 8000, 1000);
+	admit_tinylfu_stats(t, &st);
+	ck_assert_uint_eq(st.agings, 1);
+	ck_assert_uint_eq(admit_tinylfu_estimate(t, KEY(0)), 7);  /* 15 / 2 */
 	admit_tinylfu_free(t);
 }
 END_TEST
@@ -376,6 +414,7 @@ main(void)
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_record_estimate);
 	tcase_add_test(tc, test_aging);
+	tcase_add_test(tc, test_steady);
 	tcase_add_test(tc, test_admit);
 	tcase_add_test(tc, test_pinned_victim);
 	tcase_add_test(tc, test_replace_lowest);

@@ -12,16 +12,18 @@
  *                       rates it above main's victim.  It starts with a 1 %
  *                       window and picks its configuration by miniature
  *                       simulation (Waldspurger et al., USENIX ATC 2017):
- *                       8 small caches run the same policy on a hash-sampled
+ *                       9 small caches run the same policy on a hash-sampled
  *                       subset of the keys (all keys up to 2048 entries;
  *                       above, about 2048 entries each), with windows of 0,
- *                       1, 5, 20, 50, 80 % with admission, 20 % without, and
- *                       plain LRU; every period (one mini cache's capacity
+ *                       1, 5, 20, 50, 80 % with admission, 20 % without,
+ *                       plain LRU, and 1 % with TinyLFU steady (no aging,
+ *                       no admission by chance: for loops larger than the
+ *                       cache); every period (one mini cache's capacity
  *                       in sampled gets, at least 1000) their hit counts,
  *                       decayed by 0.9, are compared, and the cache moves to
  *                       the best when it beats the current one by 0.5 point.
- *                       Memory: about 5.5 bytes per entry at 131072 entries,
- *                       a constant 0.7 MB above (stats: sim_bytes).
+ *                       Memory: about 7.3 bytes per entry at 131072 entries,
+ *                       a constant 0.95 MB above (stats: sim_bytes).
  *   ADMIT_LRU_WTINYLFU  the same with a fixed window (window_percent).
  *   ADMIT_LRU_TINYLFU   one LRU list; a new key is admitted only if TinyLFU
  *                       rates it above the LRU victim.

@@ -119,9 +119,9 @@ gli.trace.gz 1750 adaptive ge opt-3
 gli.trace.gz 2000 adaptive ge opt-3
 gli.trace.gz 2000 adaptive ge 56.91
 loop.trace.gz 250 adaptive ge opt-3
-loop.trace.gz 500 adaptive short opt-3 40.14
-loop.trace.gz 750 adaptive short opt-3 63.06
-loop.trace.gz 1000 adaptive short opt-3 88.15
+loop.trace.gz 500 adaptive ge opt-3
+loop.trace.gz 750 adaptive ge opt-3
+loop.trace.gz 1000 adaptive ge opt-3
 loop.trace.gz 250 adaptive-frozen ge opt-3
 loop.trace.gz 500 adaptive-frozen ge opt-3
 loop.trace.gz 750 adaptive-frozen ge opt-3
@@ -234,11 +234,7 @@ goals=$?
 # (doc/hit-ratio.md says why each falls short).  Two traces at a time.
 peers="$top_srcdir/../shared/peers.csv"
 cat >"$tmp/floors" <<'EOF'
-loop.trace.gz 250 21.78
-loop.trace.gz 500 40.96
-loop.trace.gz 750 66.83
-loop.trace.gz 1000 87.53
-multi1.trace.gz 250 47.05
+loop.trace.gz 1000 95.96
 multi1.trace.gz 500 50.94
 multi1.trace.gz 1500 78.35
 multi2.trace.gz 500 47.50
@@ -252,8 +248,6 @@ multi3.trace.gz 1500 54.28
 multi3.trace.gz 1750 57.58
 multi3.trace.gz 2000 59.45
 orm-night.trace.xz 1000 66.76
-scan.trace.gz 500 20.30
-scan.trace.gz 1000 43.74
 EOF
 peer_run() { # trace: lru once, adaptive with 5 seeds, into $tmp/p.TRACE
 	sizes=$(awk -F, -v t="$1" 'NR > 1 && $1 == t { print $2 }' "$peers" |
