@@ -595,10 +595,9 @@ sim_admit(void *ctx, bool steady, uint64_t cand, uint64_t victim)
  * counted this request in its sketch (a hit or a set), so the simulation's
  * sketches count what the real one does.  Not under a shard mutex. */
 static void
-simulate(struct admit_lru *c, uint64_t h, uint64_t w, bool recorded)
+simulate_sampled(struct admit_lru *c, uint64_t h, uint64_t w, bool recorded)
 {
-	if (!c->sim || !admit_minisim_sample(h, c->sim_threshold) ||
-	    pthread_mutex_trylock(&c->sim_mu) != 0)
+	if (pthread_mutex_trylock(&c->sim_mu) != 0)
 		return;
 	if (recorded) {
 		admit_tinylfu_record_hash(c->sim_tlfu[0], h);
@@ -619,6 +618,15 @@ simulate(struct admit_lru *c, uint64_t h, uint64_t w, bool recorded)
 		}
 	}
 	pthread_mutex_unlock(&c->sim_mu);
+}
+
+/* The sample test inline: most requests are not sampled (above
+ * ADMIT_MINISIM_MAX_ENTRIES entries) and must cost no call. */
+static inline void
+simulate(struct admit_lru *c, uint64_t h, uint64_t w, bool recorded)
+{
+	if (c->sim && admit_minisim_sample(h, c->sim_threshold))
+		simulate_sampled(c, h, w, recorded);
 }
 
 /* The simulation's two sketches, for its mini caches' entries and its
