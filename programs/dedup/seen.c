@@ -600,6 +600,11 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 	st = ADMIT_ECORRUPT;
 	if (len < 16 || memcmp(data, MAGIC, 8) != 0)
 		goto out;
+	/* Before the checksum: an old file is old, whatever else is wrong. */
+	*why = "saved by an admit-dedup before 0.2.0 (state format 1); "
+	       "this one reads format 2 only: rebuild the state with --save";
+	if (snap_get32(data + 8) == 1)
+		goto out;
 	*why = "checksum mismatch (truncated or altered)";
 	if (snap_get64(data + len - 8) != XXH3_64bits(data, len - 8))
 		goto out;
@@ -610,11 +615,7 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 		st = ADMIT_NOMEM;
 		goto out;
 	}
-	n = take32(&r);
-	if (n == 1)
-		*why = "saved by an admit-dedup before 0.2.0 (state format 1); "
-		       "this one reads format 2: rebuild the state with --save";
-	if (n != VERSION)
+	if (take32(&r) != VERSION)
 		goto out;
 	s->nshards = take32(&r);
 	s->fp_bits = take32(&r);
