@@ -33,6 +33,13 @@ struct dd_shard {
 	struct admit_chain *chain;
 	uint64_t trimmed; /* the chain's info.trimmed, kept here for the ring */
 	double est_false; /* expected false drops so far (see dd_seen_admit) */
+	/* The chain's false-positive probability at its loads now, kept up
+	 * to date per add and delete instead of asking every filter for every
+	 * key: p is the sum over filters of w[i] x items, w[i] the weight of
+	 * one item in filter i (w has nw entries; refreshed on growth and
+	 * trim). */
+	double p, w[ADMIT_CHAIN_MAX_FILTERS];
+	unsigned nw;
 };
 
 struct dd_params {

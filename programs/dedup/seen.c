@@ -33,16 +33,29 @@ filter_fpr(const struct admit_chain_filter_info *fi)
 	       (double)((1u << fi->fingerprint_bits) - 2);
 }
 
-static double
-chain_fpr(const struct dd_shard *d)
+/* d->p and d->w from the chain as it stands (after growth or a trim). */
+static void
+refresh_fpr(struct dd_shard *d)
 {
 	struct admit_chain_filter_info fi;
-	double p = 0;
 
-	for (unsigned i = 0; admit_chain_filter_info(d->chain, i, &fi) ==
-	                     ADMIT_OK; i++)
-		p += filter_fpr(&fi);
-	return p;
+	d->p = 0;
+	for (d->nw = 0; d->nw < ADMIT_CHAIN_MAX_FILTERS &&
+	     admit_chain_filter_info(d->chain, d->nw, &fi) == ADMIT_OK; d->nw++) {
+		d->p += filter_fpr(&fi);
+		d->w[d->nw] = fi.slots ? 8.0 / (double)fi.slots /
+		              (double)((1u << fi.fingerprint_bits) - 2) : 0;
+	}
+}
+
+/* One item more in filter idx (or, if it is new, a refresh). */
+static void
+note_add(struct dd_shard *d, unsigned idx)
+{
+	if (idx < d->nw)
+		d->p += d->w[idx];
+	else
+		refresh_fpr(d);
 }
 
 /* Shard i's chain: the first filter holds shard_cap keys at load alpha,
@@ -220,6 +233,7 @@ dd_seen_new(const struct dd_params *p, struct dd_seen **out)
 		st = shard_chain(s, i, &s->shard[i].chain);
 		if (st != ADMIT_OK)
 			goto out;
+		refresh_fpr(&s->shard[i]);
 	}
 	st = dd_seen_set_grow(s, p->grow);
 	if (st != ADMIT_OK)
@@ -256,10 +270,11 @@ dd_seen_admit(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t *gen)
 	snap_put64(key, h);
 	/* Before the insert, with the loads this key met (a filter chained
 	 * in by this very insert is empty and adds nothing). */
-	p = chain_fpr(d);
+	p = d->p;
 	st = admit_chain_add_unique_at(d->chain, key, 8, &idx);
 	if (st != ADMIT_OK)
 		return st;
+	note_add(d, idx);
 	/* This key was admitted with probability 1 - p; a new key is dropped
 	 * with probability p, so each admission stands for p / (1 - p)
 	 * expected false drops. */
@@ -280,6 +295,7 @@ dd_seen_insert(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t *gen)
 	st = admit_chain_add_at(d->chain, key, 8, &idx);
 	if (st != ADMIT_OK)
 		return st;
+	note_add(d, idx);
 	*gen = (uint8_t)(d->trimmed + idx);
 	return ADMIT_OK;
 }
@@ -296,8 +312,11 @@ dd_seen_delete(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t gen)
 	st = admit_chain_delete_at(d->chain, idx, key, 8);
 	if (st == ADMIT_EINVAL)
 		return ADMIT_NOTFOUND; /* no such filter (any more) */
-	if (st != ADMIT_OK || idx != 0)
+	if (st != ADMIT_OK)
 		return st;
+	d->p -= d->w[idx];
+	if (idx != 0)
+		return ADMIT_OK;
 	/* An older filter the horizon has emptied is dead weight for every
 	 * lookup: free it (the chain keeps the newest to take inserts).  Keys
 	 * leave in admission order, so the oldest filter empties first.  This
@@ -306,6 +325,7 @@ dd_seen_delete(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t gen)
 	if (st != ADMIT_OK || removed == 0)
 		return st;
 	d->trimmed += removed;
+	refresh_fpr(d);
 	/* Without growth the chain must not grow back into the room. */
 	return s->grow ? ADMIT_OK :
 	       admit_chain_set_max_filters(d->chain, chain_filters(d->chain));
@@ -656,6 +676,7 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 			       "bad filter chain";
 			goto out;
 		}
+		refresh_fpr(d);
 	}
 	st = ADMIT_ECORRUPT;
 	*why = "bad horizon ring";
