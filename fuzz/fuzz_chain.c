@@ -34,7 +34,7 @@ write_seeds(const char *dir)
 		{ .capacity = 8, .expansion = 3, .max_filters = 4, .seed = 2,
 		  .fingerprint_bits = 8 },
 		{ .capacity = 6, .expansion = 2, .stripes = 2, .seed = 3,
-		  .max_load = 0.5 },
+		  .max_load = 0.5, .single_writer = true },
 	};
 
 	for (unsigned i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
@@ -143,7 +143,7 @@ fix_filters(uint8_t *b, size_t size)
 
 	if (size < 48 + 8)
 		return;
-	off = snap_get32(b + 8) == 1 ? 48 : 64;
+	off = snap_get32(b + 8) == 1 ? 48 : 72;
 	while (off + 8 <= end) {
 		uint64_t len = snap_get64(b + off);
 

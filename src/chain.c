@@ -27,7 +27,8 @@
  *
  *   0  magic "ADMITCHN"
  *   8  u32 format version: 1, or 2 when a version 1 reader would miss
- *      something (8-bit fingerprints, max_load, trimmed filters)
+ *      something (8-bit fingerprints, max_load, trimmed filters,
+ *      single_writer)
  *  12  u32 filters (1 to max_filters)
  *  16  u32 expansion (1 to ADMIT_CHAIN_MAX_EXPANSION)
  *  20  u32 max_filters (1 to ADMIT_CHAIN_MAX_FILTERS)
@@ -36,8 +37,8 @@
  *  32  u64 first capacity
  *  40  u64 seed
  *      version 2 only: 48 u64 max_load (IEEE-754 bits, 0 = unset),
- *      56 u64 trimmed
- *  48 (v1) or 64 (v2): per filter: u64 length, then that many bytes of the
+ *      56 u64 trimmed, 64 u32 flags (bit 0: single_writer), 68 u32 0
+ *  48 (v1) or 72 (v2): per filter: u64 length, then that many bytes of the
  *      cuckoo snapshot format (cuckoo_snapshot.c), whose capacity, width and
  *      seed must be the ones the chain gives filter number trimmed + i
  *  end u64 XXH3-64 of every byte before it
@@ -66,7 +67,8 @@
 
 #define CHAIN_MAGIC "ADMITCHN"
 #define CHAIN_HEADER_V1 48
-#define CHAIN_HEADER_V2 64
+#define CHAIN_HEADER_V2 72
+#define CHAIN_FLAG_SINGLE_WRITER 1u
 #define CHAIN_DEFAULT_EXPANSION 2u
 /* admit_cuckoo_new sizes a table for its capacity at this load. */
 #define CUCKOO_LOAD 0.95
@@ -79,6 +81,7 @@ struct admit_chain {
 	_Atomic unsigned n;
 	_Atomic unsigned max_filters; /* admit_chain_set_max_filters() */
 	unsigned expansion, stripes, bits;
+	bool single_writer; /* the caller serialises writers: no add lock */
 	double max_load;   /* 0 = fill each filter until it refuses */
 	uint64_t capacity; /* the first filter's */
 	uint64_t nominal_max; /* largest capacity one filter is given */
@@ -214,6 +217,7 @@ struct chain_params {
 	uint64_t capacity, seed, trimmed;
 	unsigned expansion, max_filters, stripes, bits;
 	double max_load;
+	bool single_writer;
 };
 
 /* Largest capacity one filter is given: with max_load, the most whose
@@ -263,6 +267,7 @@ chain_alloc(const struct chain_params *p)
 	c->stripes = p->stripes;
 	c->bits = p->bits;
 	c->max_load = p->max_load;
+	c->single_writer = p->single_writer;
 	c->nominal_max = nominal_max(p);
 	c->seed = p->seed;
 	c->trimmed = p->trimmed;
@@ -300,6 +305,7 @@ admit_chain_new(const struct admit_chain_config *cfg, struct admit_chain **out)
 		.stripes = cfg->stripes,
 		.bits = cfg->fingerprint_bits ? cfg->fingerprint_bits : 16,
 		.max_load = cfg->max_load,
+		.single_writer = cfg->single_writer,
 		.seed = cfg->seed ? cfg->seed : admit_random_seed(),
 	};
 	if (nominal_max(&p) == 0)
@@ -367,8 +373,9 @@ out:
 	return st;
 }
 
-/* max_load mode, add_lock held: make room in the newest filter for one
- * item.  On ADMIT_OK *n is the chain's length. */
+/* With add_lock held (or a single writer): make room in the newest filter
+ * for one item, if max_load limits it.  On ADMIT_OK *n is the chain's
+ * length. */
 static enum admit_status
 room(struct admit_chain *c, unsigned *n)
 {
@@ -376,7 +383,8 @@ room(struct admit_chain *c, unsigned *n)
 		enum admit_status st;
 
 		*n = chain_len(c);
-		if (admit_cuckoo_size(chain_at(c, *n - 1)) < c->limit[*n - 1])
+		if (c->max_load == 0 ||
+		    admit_cuckoo_size(chain_at(c, *n - 1)) < c->limit[*n - 1])
 			return ADMIT_OK;
 		st = grow(c, *n);
 		if (st != ADMIT_OK)
@@ -384,8 +392,9 @@ room(struct admit_chain *c, unsigned *n)
 	}
 }
 
-/* max_load mode: admit_chain_add_at and add_unique_at under add_lock.  No
- * filter can appear but by this thread, so add_unique needs no rwlock. */
+/* max_load mode: admit_chain_add_at and add_unique_at under add_lock (or
+ * none, if the caller serialises writers).  No filter can appear but by
+ * this thread, so add_unique needs no rwlock. */
 static enum admit_status
 add_limited(struct admit_chain *c, const void *key, size_t len, bool unique,
             unsigned *filter)
@@ -393,7 +402,8 @@ add_limited(struct admit_chain *c, const void *key, size_t len, bool unique,
 	enum admit_status st;
 	unsigned n;
 
-	pthread_mutex_lock(&c->add_lock);
+	if (!c->single_writer)
+		pthread_mutex_lock(&c->add_lock);
 	for (;;) {
 		st = room(c, &n);
 		if (st != ADMIT_OK)
@@ -421,7 +431,8 @@ add_limited(struct admit_chain *c, const void *key, size_t len, bool unique,
 			break;
 	}
 out:
-	pthread_mutex_unlock(&c->add_lock);
+	if (!c->single_writer)
+		pthread_mutex_unlock(&c->add_lock);
 	return st;
 }
 
@@ -460,7 +471,7 @@ admit_chain_add_unique_at(struct admit_chain *c, const void *key, size_t len,
 {
 	if (!c || !admit_key_ok(key, len))
 		return ADMIT_EINVAL;
-	if (c->max_load != 0)
+	if (c->max_load != 0 || c->single_writer)
 		return add_limited(c, key, len, true, filter);
 	for (;;) {
 		enum admit_status st = ADMIT_EXISTS;
@@ -656,7 +667,8 @@ admit_chain_dump(const struct admit_chain *c, void **buf, size_t *len)
 	unsigned char *b, *p;
 	/* Version 1 whenever it says everything: a default chain dumps the
 	 * bytes it always did (Redis RDBs and SCANDUMP chunks included). */
-	bool v1 = c && c->bits == 16 && c->max_load == 0 && c->trimmed == 0;
+	bool v1 = c && c->bits == 16 && c->max_load == 0 && c->trimmed == 0 &&
+	          !c->single_writer;
 	size_t header = v1 ? CHAIN_HEADER_V1 : CHAIN_HEADER_V2;
 	size_t total = header + 8;
 	uint64_t load_bits;
@@ -686,6 +698,9 @@ admit_chain_dump(const struct admit_chain *c, void **buf, size_t *len)
 		memcpy(&load_bits, &c->max_load, 8);
 		snap_put64(b + 48, load_bits);
 		snap_put64(b + 56, c->trimmed);
+		snap_put32(b + 64, c->single_writer ? CHAIN_FLAG_SINGLE_WRITER :
+		           0);
+		snap_put32(b + 68, 0);
 	}
 	p = b + header;
 	for (unsigned i = 0; i < n; i++) {
@@ -739,6 +754,10 @@ admit_chain_restore(const void *buf, size_t len, struct admit_chain **out)
 		load_bits = snap_get64(b + 48);
 		memcpy(&cp.max_load, &load_bits, 8);
 		cp.trimmed = snap_get64(b + 56);
+		if ((snap_get32(b + 64) & ~CHAIN_FLAG_SINGLE_WRITER) ||
+		    snap_get32(b + 68) != 0)
+			return ADMIT_ECORRUPT;
+		cp.single_writer = snap_get32(b + 64) & CHAIN_FLAG_SINGLE_WRITER;
 	}
 	if (cp.max_filters == 0 || cp.max_filters > ADMIT_CHAIN_MAX_FILTERS ||
 	    n == 0 || n > cp.max_filters || cp.expansion == 0 ||

@@ -706,6 +706,38 @@ START_TEST(test_dump_versions)
 	free(buf);
 	admit_chain_free(c);
 	admit_chain_free(d);
+
+	/* single_writer, default otherwise: version 2, and the promise
+	 * travels with the dump (restored, it dumps the same bytes). */
+	{
+		struct admit_chain_config cfg = {
+			.capacity = 100, .seed = SEED, .single_writer = true,
+		};
+		void *buf2 = NULL;
+		size_t len2 = 0;
+
+		ck_assert_int_eq(admit_chain_new(&cfg, &c), ADMIT_OK);
+		/* (A false positive may refuse a new key.) */
+		for (uint64_t i = 0; i < 500; i++)
+			ck_assert_int_ne(admit_chain_add_unique(c, KEY(i)),
+			                 ADMIT_FULL);
+		ck_assert_int_eq(admit_chain_add_unique(c, KEY(7)),
+		                 ADMIT_EXISTS);
+		ck_assert_int_eq(admit_chain_info(c, &info), ADMIT_OK);
+		ck_assert_uint_gt(info.filters, 1);
+		ck_assert_int_eq(admit_chain_dump(c, &buf, &len), ADMIT_OK);
+		ck_assert_uint_eq(((unsigned char *)buf)[8], 2);
+		ck_assert_uint_eq(((unsigned char *)buf)[64], 1);
+		ck_assert_int_eq(admit_chain_restore(buf, len, &d), ADMIT_OK);
+		ck_assert_int_eq(admit_chain_dump(d, &buf2, &len2), ADMIT_OK);
+		ck_assert_uint_eq(len, len2);
+		ck_assert(memcmp(buf, buf2, len) == 0);
+		same_answers(c, d, 500);
+		free(buf);
+		free(buf2);
+		admit_chain_free(c);
+		admit_chain_free(d);
+	}
 }
 END_TEST
 

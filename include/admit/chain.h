@@ -35,7 +35,9 @@
  * feet (lookups take no lock; a filter is freed only with the chain or by
  * admit_chain_trim(), which must run alone).  admit_chain_free() and
  * admit_chain_trim() are the exceptions.  With max_load set, adds to one
- * chain take turns on a mutex (lookups and deletes still take no lock).
+ * chain take turns on a mutex (lookups and deletes still take no lock),
+ * unless the chain was made with single_writer, which asks the caller to
+ * keep writers from running at once instead.
  */
 #ifndef ADMIT_CHAIN_H
 #define ADMIT_CHAIN_H
@@ -90,6 +92,15 @@ struct admit_chain_config {
 	                         above holds at any moment.  The capacity must
 	                         then fit one filter at that load: at most
 	                         ADMIT_CUCKOO_MAX_CAPACITY x max_load / 0.95 */
+	bool     single_writer; /* true: the caller promises that adds,
+	                         deletes, trims and set_max_filters on this
+	                         chain never run at once (one thread, or
+	                         threads taking turns under the caller's own
+	                         lock or barrier); lookups, count, info and
+	                         dump may still run from any thread at any
+	                         time.  Adds then take no chain lock (about
+	                         5 % of admit-dedup's time per key).  false =
+	                         every call thread-safe as documented */
 };
 
 /* What a chain is made of, as admit_chain_info() reports it. */
@@ -327,8 +338,9 @@ enum admit_status admit_chain_set_max_filters(struct admit_chain *c,
  * admit_chain_dump - encode the whole chain into a new buffer.
  *
  * The buffer holds a magic, a format version (1 for a chain of default
- * width and load never trimmed, the bytes 0.2.0's first chains wrote; 2
- * otherwise), the chain's parameters, each
+ * width, load and writers never trimmed, the bytes 0.2.0's first chains
+ * wrote; 2 otherwise), the chain's parameters (single_writer included),
+ * each
  * filter in admit_cuckoo_save()'s snapshot format (each with its own XXH3
  * checksum), and an XXH3 checksum of everything before it; integers are
  * little-endian.  *buf is allocated with malloc(): release it with free().

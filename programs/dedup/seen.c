@@ -71,6 +71,8 @@ shard_chain(const struct dd_seen *s, unsigned shard, struct admit_chain **out)
 		.stripes = 1,
 		.fingerprint_bits = s->fp_bits,
 		.max_load = s->alpha,
+		/* One worker per shard at a time, handed over at barriers. */
+		.single_writer = true,
 		.seed = admit_mix64(s->seed ^ admit_mix64((uint64_t)shard << 8)) | 1,
 	};
 
