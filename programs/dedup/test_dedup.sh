@@ -164,6 +164,11 @@ tail -n +$((half + 1)) "$tmp/wtext" >"$tmp/wpart2"
 "$dd" --load "$tmp/wstate" "$tmp/wpart2" >"$tmp/wp2"
 ndiff=$(diff <(cat "$tmp/wp1" "$tmp/wp2") "$tmp/w1" | grep -c '^[<>]')
 expect "--save/--load keep the window ring ($ndiff lines differ)" [ "$ndiff" -le 4 ]
+"$dd" --seed 3 --window 5000 --fpr 1e-5 --capacity 200 --save "$tmp/wtstate" \
+	"$tmp/wpart1" >"$tmp/wtp1"
+"$dd" --load "$tmp/wtstate" "$tmp/wpart2" >"$tmp/wtp2"
+ndiff=$(diff <(cat "$tmp/wtp1" "$tmp/wtp2") "$tmp/wt1" | grep -c '^[<>]')
+expect "--save/--load keep a chain the window trimmed ($ndiff lines differ)" [ "$ndiff" -le 4 ]
 "$dd" --load "$tmp/wstate" --window 6000 </dev/null 2>"$tmp/err"
 expect "--load with another --window is refused" [ $? -eq 2 ]
 printf 'ADMITDD1\001\000\000\000\000\000\000\000\000\000\000\000' >"$tmp/v1"
