@@ -69,6 +69,7 @@
 #define CHAIN_HEADER_V1 48
 #define CHAIN_HEADER_V2 72
 #define CHAIN_FLAG_SINGLE_WRITER 1u
+#define NOINLINE __attribute__((noinline))
 #define CHAIN_DEFAULT_EXPANSION 2u
 /* admit_cuckoo_new sizes a table for its capacity at this load. */
 #define CUCKOO_LOAD 0.95
@@ -373,6 +374,21 @@ out:
 	return st;
 }
 
+/* admit_cuckoo_size() without the call: room() asks it for every add. */
+static inline uint64_t
+filter_items(const struct admit_cuckoo *f)
+{
+	uint64_t n = 0;
+
+	/* relaxed: as in admit_cuckoo_size(); under add_lock (or a single
+	 * writer) no add can change the newest filter's count meanwhile, and
+	 * a concurrent delete only lowers it. */
+	for (uint32_t s = 0; s <= f->stripe_mask; s++)
+		n += atomic_load_explicit(&f->stats[s].items,
+		                          memory_order_relaxed);
+	return n;
+}
+
 /* With add_lock held (or a single writer): make room in the newest filter
  * for one item, if max_load limits it.  On ADMIT_OK *n is the chain's
  * length. */
@@ -384,7 +400,7 @@ room(struct admit_chain *c, unsigned *n)
 
 		*n = chain_len(c);
 		if (c->max_load == 0 ||
-		    admit_cuckoo_size(chain_at(c, *n - 1)) < c->limit[*n - 1])
+		    filter_items(chain_at(c, *n - 1)) < c->limit[*n - 1])
 			return ADMIT_OK;
 		st = grow(c, *n);
 		if (st != ADMIT_OK)
@@ -395,7 +411,7 @@ room(struct admit_chain *c, unsigned *n)
 /* max_load mode: admit_chain_add_at and add_unique_at under add_lock (or
  * none, if the caller serialises writers).  No filter can appear but by
  * this thread, so add_unique needs no rwlock. */
-static enum admit_status
+static NOINLINE enum admit_status
 add_limited(struct admit_chain *c, const void *key, size_t len, bool unique,
             unsigned *filter)
 {
@@ -465,6 +481,10 @@ admit_chain_add(struct admit_chain *c, const void *key, size_t len)
 	return admit_chain_add_at(c, key, len, NULL);
 }
 
+static NOINLINE enum admit_status
+add_unique_shared(struct admit_chain *c, const void *key, size_t len,
+                  unsigned *filter);
+
 enum admit_status
 admit_chain_add_unique_at(struct admit_chain *c, const void *key, size_t len,
                           unsigned *filter)
@@ -473,6 +493,17 @@ admit_chain_add_unique_at(struct admit_chain *c, const void *key, size_t len,
 		return ADMIT_EINVAL;
 	if (c->max_load != 0 || c->single_writer)
 		return add_limited(c, key, len, true, filter);
+	return add_unique_shared(c, key, len, filter);
+}
+
+/* admit_chain_add_unique_at without max_load or a single writer: under the
+ * growth lock held shared.  Out of line, like add_limited, so the public
+ * entry saves no registers before it knows which one it calls (admit-dedup
+ * makes one call per line). */
+static NOINLINE enum admit_status
+add_unique_shared(struct admit_chain *c, const void *key, size_t len,
+                  unsigned *filter)
+{
 	for (;;) {
 		enum admit_status st = ADMIT_EXISTS;
 		unsigned n;

@@ -2,6 +2,7 @@
  * admit-dedup's seen-set: shards of chained cuckoo filters and the horizon
  * ring.  Single-threaded per shard: main.c gives each shard to one worker.
  */
+#include <endian.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -31,6 +32,17 @@ filter_fpr(const struct admit_chain_filter_info *fi)
 		return 0;
 	return 8.0 * ((double)fi->items / (double)fi->slots) /
 	       (double)((1u << fi->fingerprint_bits) - 2);
+}
+
+/* The filters' key: h as 8 little-endian bytes (what the state file has
+ * always held).  Not snap_put64: its byte loop was a tenth of the
+ * instructions admit-dedup spends per line. */
+static inline void
+key_of_hash(unsigned char key[8], uint64_t h)
+{
+	uint64_t le = htole64(h);
+
+	memcpy(key, &le, 8);
 }
 
 /* d->p and d->w from the chain as it stands (after growth or a trim). */
@@ -269,7 +281,7 @@ dd_seen_admit(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t *gen)
 	unsigned idx;
 	double p;
 
-	snap_put64(key, h);
+	key_of_hash(key, h);
 	/* Before the insert, with the loads this key met (a filter chained
 	 * in by this very insert is empty and adds nothing). */
 	p = d->p;
@@ -293,7 +305,7 @@ dd_seen_insert(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t *gen)
 	enum admit_status st;
 	unsigned idx;
 
-	snap_put64(key, h);
+	key_of_hash(key, h);
 	st = admit_chain_add_at(d->chain, key, 8, &idx);
 	if (st != ADMIT_OK)
 		return st;
@@ -310,15 +322,15 @@ dd_seen_delete(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t gen)
 	unsigned char key[8];
 	enum admit_status st;
 
-	snap_put64(key, h);
+	key_of_hash(key, h);
 	st = admit_chain_delete_at(d->chain, idx, key, 8);
 	if (st == ADMIT_EINVAL)
 		return ADMIT_NOTFOUND; /* no such filter (any more) */
 	if (st != ADMIT_OK)
 		return st;
 	d->p -= d->w[idx];
-	if (idx != 0)
-		return ADMIT_OK;
+	if (idx != 0 || d->nw < 2)
+		return ADMIT_OK; /* not the oldest, or the newest too */
 	/* An older filter the horizon has emptied is dead weight for every
 	 * lookup: free it (the chain keeps the newest to take inserts).  Keys
 	 * leave in admission order, so the oldest filter empties first.  This
