@@ -186,7 +186,8 @@ enum admit_status admit_chain_add(struct admit_chain *c, const void *key,
  * admit_chain_add().
  *
  * Thread-safety: safe; it excludes growth while it runs (a shared lock that
- * only growth takes exclusively).
+ * only growth takes exclusively; with max_load, the add mutex instead; with
+ * single_writer, the caller's own turn-taking).
  */
 enum admit_status admit_chain_add_unique(struct admit_chain *c,
                                          const void *key, size_t len);
