@@ -410,6 +410,371 @@ START_TEST(test_unique_race)
 }
 END_TEST
 
+static struct admit_chain *
+make_wl(uint64_t capacity, unsigned expansion, unsigned max_filters,
+        unsigned bits, double max_load)
+{
+	struct admit_chain_config cfg = {
+		.capacity = capacity, .expansion = expansion,
+		.max_filters = max_filters, .stripes = 4, .seed = SEED,
+		.fingerprint_bits = bits, .max_load = max_load,
+	};
+	struct admit_chain *c = NULL;
+
+	ck_assert_int_eq(admit_chain_new(&cfg, &c), ADMIT_OK);
+	return c;
+}
+
+/* Every filter within its limit and its load, and the chain's bound the
+ * sum of the filters' shares, each at most 8 x L / (2^f - 2). */
+static void
+check_limits(const struct admit_chain *c, unsigned bits, double max_load)
+{
+	struct admit_chain_info info;
+	double sum = 0;
+
+	ck_assert_int_eq(admit_chain_info(c, &info), ADMIT_OK);
+	ck_assert_uint_eq(info.fingerprint_bits, bits);
+	for (unsigned i = 0; i < info.filters; i++) {
+		struct admit_chain_filter_info fi;
+
+		ck_assert_int_eq(admit_chain_filter_info(c, i, &fi), ADMIT_OK);
+		ck_assert_uint_eq(fi.fingerprint_bits, bits);
+		ck_assert_uint_eq(fi.number, info.trimmed + i);
+		ck_assert_uint_le(fi.items, fi.capacity);
+		ck_assert_double_le((double)fi.items, max_load * (double)fi.slots);
+		ck_assert_double_le(fi.fpr_bound,
+		                    8 * max_load / ((1u << bits) - 2.0) + 1e-15);
+		sum += fi.fpr_bound;
+	}
+	ck_assert_double_eq_tol(info.fpr_bound, sum, 1e-15);
+}
+
+START_TEST(test_width_load_config)
+{
+	struct admit_chain *c = (struct admit_chain *)0x1;
+	const struct admit_chain_config bad[] = {
+		{ .capacity = 10, .fingerprint_bits = 12 },
+		{ .capacity = 10, .fingerprint_bits = 32 },
+		{ .capacity = 10, .max_load = -0.5 },
+		{ .capacity = 10, .max_load = 0.96 },
+		{ .capacity = 10, .max_load = 1e-4 },
+		{ .capacity = 10, .max_load = NAN },
+		{ .capacity = ADMIT_CUCKOO_MAX_CAPACITY, .max_load = 0.5 },
+	};
+	struct admit_chain_filter_info fi;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(admit_chain_new(&bad[i], &c), ADMIT_EINVAL);
+		ck_assert_ptr_eq(c, (struct admit_chain *)0x1);
+	}
+	c = make_wl(100, 0, 0, 8, 0);
+	ck_assert_int_eq(admit_chain_filter_info(c, 1, &fi), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_chain_filter_info(c, 0, NULL), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_chain_filter_info(NULL, 0, &fi), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_chain_filter_info(c, 0, &fi), ADMIT_OK);
+	ck_assert_uint_eq(fi.fingerprint_bits, 8);
+	ck_assert_uint_eq(fi.capacity, 100);
+	ck_assert_double_eq(fi.fpr_bound, 8.0 / 256);
+	ck_assert_uint_eq(fi.memory * 8, fi.slots * 8); /* a byte a slot */
+	admit_chain_free(c);
+}
+END_TEST
+
+/* max_load keeps every filter at most that full (the chain grows when the
+ * newest holds its capacity, not when it refuses), so the stated bound,
+ * which 8-bit fingerprints need to be loose, holds and is measured. */
+START_TEST(test_width_load)
+{
+	const struct { unsigned bits; double load; } cases[] = {
+		{ 16, 0.5 }, { 8, 0.1 }, { 8, 0.95 }, { 16, 0.02 },
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		unsigned bits = cases[k].bits;
+		double load = cases[k].load;
+		struct admit_chain *c = make_wl(1000, 2, 0, bits, load);
+		struct admit_chain_info info;
+		struct admit_chain_filter_info fi;
+		struct tally t = TALLY_INIT;
+		uint64_t fp = 0, probes = 400000;
+
+		for (uint64_t i = 0; i < 20000; i++) {
+			tally(&t, admit_chain_add(c, KEY(i)) == ADMIT_OK, i);
+			if (i % 997 == 0)
+				check_limits(c, bits, load);
+		}
+		ck_assert_tally(t, "add");
+		check_limits(c, bits, load);
+		/* The first filter took exactly its capacity before the chain
+		 * grew (1000 < 0.95 x its slots at any of these loads). */
+		ck_assert_int_eq(admit_chain_filter_info(c, 0, &fi), ADMIT_OK);
+		ck_assert_uint_eq(fi.items, 1000);
+		ck_assert_uint_eq(fi.capacity, 1000);
+		for (uint64_t i = 0; i < 20000; i++)
+			tally(&t, admit_chain_contains(c, KEY(i)), i);
+		ck_assert_tally(t, "false negative");
+		for (uint64_t i = 0; i < probes; i++)
+			fp += admit_chain_contains(c, KEY(ABSENT + i));
+		ck_assert_int_eq(admit_chain_info(c, &info), ADMIT_OK);
+		ck_assert_uint_eq(info.filters, 5); /* 1k+2k+4k+8k+16k */
+		ck_assert_double_eq(info.max_load, load);
+		ck_assert_double_le(info.fpr_bound,
+		                    info.filters * 8 * load / ((1u << bits) - 2.0) +
+		                    1e-15);
+		ck_assert_msg(fp < info.fpr_bound * probes +
+		              4 * sqrt(info.fpr_bound * probes) + 1,
+		              "%u bits, load %g: fpr %g above bound %g", bits,
+		              load, (double)fp / probes, info.fpr_bound);
+		/* add_unique in this mode: a key present is refused. */
+		ck_assert_int_eq(admit_chain_add_unique(c, KEY(3)), ADMIT_EXISTS);
+		admit_chain_free(c);
+	}
+}
+END_TEST
+
+/* The horizon's pattern: keys leave oldest first; the emptied oldest
+ * filters are freed, the rest keep their keys and numbers, the bound and
+ * memory drop, and a dump of the trimmed chain restores to the same
+ * chain, which grows on as the original does. */
+START_TEST(test_trim)
+{
+	struct admit_chain *c = make_wl(100, 2, 0, 16, 0.5), *d = NULL, *e;
+	struct admit_chain_info a, b;
+	struct admit_chain_filter_info fi;
+	static unsigned where[3000];
+	void *buf = NULL, *buf2 = NULL;
+	size_t len = 0, len2 = 0;
+	unsigned removed = 99, gone = 0;
+	unsigned char *p;
+
+	ck_assert_int_eq(admit_chain_trim(NULL, &removed), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_chain_trim(c, &removed), ADMIT_OK);
+	ck_assert_uint_eq(removed, 0);
+	for (uint64_t i = 0; i < 3000; i++)
+		ck_assert_int_eq(admit_chain_add_at(c, KEY(i), &where[i]),
+		                 ADMIT_OK);
+	ck_assert_int_eq(admit_chain_info(c, &a), ADMIT_OK);
+	ck_assert_uint_eq(a.filters, 5); /* 100+200+400+800+1600 */
+	/* Oldest 299 keys out: filter 0 is empty, filter 1 holds one. */
+	for (uint64_t i = 0; i < 299; i++)
+		ck_assert_int_eq(admit_chain_delete_at(c, where[i], KEY(i)),
+		                 ADMIT_OK);
+	ck_assert_int_eq(admit_chain_trim(c, &removed), ADMIT_OK);
+	ck_assert_uint_eq(removed, 1);
+	gone += removed;
+	ck_assert_int_eq(admit_chain_trim(c, &removed), ADMIT_OK);
+	ck_assert_uint_eq(removed, 0);
+	ck_assert_int_eq(admit_chain_info(c, &b), ADMIT_OK);
+	ck_assert_uint_eq(b.filters, 4);
+	ck_assert_uint_eq(b.trimmed, 1);
+	ck_assert_uint_lt(b.memory, a.memory);
+	ck_assert_double_lt(b.fpr_bound, a.fpr_bound);
+	ck_assert_int_eq(admit_chain_filter_info(c, 0, &fi), ADMIT_OK);
+	ck_assert_uint_eq(fi.number, 1);
+	ck_assert_uint_eq(fi.items, 1);
+	ck_assert_uint_eq(fi.capacity, 200);
+	check_limits(c, 16, 0.5);
+	for (uint64_t i = 299; i < 3000; i++)
+		ck_assert(admit_chain_contains(c, KEY(i)));
+	/* The dump says trimmed: restored, same answers, same bytes, and
+	 * both grow on alike. */
+	ck_assert_int_eq(admit_chain_dump(c, &buf, &len), ADMIT_OK);
+	ck_assert_uint_eq(((unsigned char *)buf)[8], 2);
+	ck_assert_int_eq(admit_chain_restore(buf, len, &d), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_info(d, &a), ADMIT_OK);
+	ck_assert_uint_eq(a.trimmed, 1);
+	ck_assert_uint_eq(a.filters, 4);
+	ck_assert_uint_eq(a.items, b.items);
+	for (uint64_t i = 3000; i < 4000; i++) {
+		ck_assert_int_eq(admit_chain_add(c, KEY(i)), ADMIT_OK);
+		ck_assert_int_eq(admit_chain_add(d, KEY(i)), ADMIT_OK);
+	}
+	free(buf);
+	ck_assert_int_eq(admit_chain_dump(c, &buf, &len), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_dump(d, &buf2, &len2), ADMIT_OK);
+	ck_assert_uint_eq(len, len2);
+	ck_assert(memcmp(buf, buf2, len) == 0);
+	free(buf2);
+	admit_chain_free(d);
+	/* Version 2 checked as version 1 is: every flip behind a fixed-up
+	 * checksum is refused (trimmed, width, load, each filter).  Except in
+	 * the low six bytes of max_load (offsets 48 to 53): 0.5 plus 2^-40 is
+	 * another valid load, whose tables and limits are the same. */
+	p = buf;
+	e = (struct admit_chain *)0x1;
+	for (size_t i = 0; i + 8 < len; i += (i < 200 ? 1 : 97)) {
+		uint64_t sum;
+
+		if (i >= 48 && i < 54)
+			continue;
+
+		p[i] ^= 0x10;
+		sum = htole64(XXH3_64bits(p, len - 8));
+		memcpy(p + len - 8, &sum, 8);
+		ck_assert_msg(admit_chain_restore(p, len, &e) == ADMIT_ECORRUPT,
+		              "flip at %zu accepted", i);
+		p[i] ^= 0x10;
+	}
+	ck_assert_ptr_eq(e, (struct admit_chain *)0x1);
+	free(buf);
+	/* Everything out: all but the newest go, indices shift by what
+	 * went (delete_at with the stored index minus the removed). */
+	for (uint64_t i = 299; i < 3000; i++)
+		ck_assert_int_eq(admit_chain_delete_at(c, where[i] - gone,
+		                                       KEY(i)), ADMIT_OK);
+	for (uint64_t i = 3000; i < 4000; i++)
+		ck_assert_int_eq(admit_chain_delete(c, KEY(i)), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_trim(c, NULL), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_info(c, &a), ADMIT_OK);
+	ck_assert_uint_eq(a.filters, 1);
+	ck_assert_uint_eq(a.items, 0);
+	ck_assert_uint_ge(a.trimmed, 4);
+	ck_assert_int_eq(admit_chain_filter_info(c, 0, &fi), ADMIT_OK);
+	ck_assert_uint_eq(fi.number, a.trimmed);
+	ck_assert_int_eq(admit_chain_add(c, "z", 1), ADMIT_OK);
+	admit_chain_free(c);
+}
+END_TEST
+
+/* max_filters bounds the filters held, trimmed or not, and can be changed
+ * within what the chain holds. */
+START_TEST(test_max_filters)
+{
+	struct admit_chain *c = make(100, 1, 3);
+	struct admit_chain_info a;
+	enum admit_status st = ADMIT_OK;
+	uint64_t i, n;
+
+	for (i = 0; i < 100000 && st == ADMIT_OK; i++)
+		st = admit_chain_add(c, KEY(i));
+	ck_assert_int_eq(st, ADMIT_FULL);
+	n = i - 1;
+	ck_assert_int_eq(admit_chain_set_max_filters(NULL, 3), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_chain_set_max_filters(c, 2), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_chain_set_max_filters(c, 33), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_chain_set_max_filters(c, 4), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_add(c, KEY(n)), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_info(c, &a), ADMIT_OK);
+	ck_assert_uint_eq(a.filters, 4);
+	ck_assert_uint_eq(a.max_filters, 4);
+	ck_assert_int_eq(admit_chain_set_max_filters(c, 0), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_info(c, &a), ADMIT_OK);
+	ck_assert_uint_eq(a.max_filters, ADMIT_CHAIN_MAX_FILTERS);
+	admit_chain_free(c);
+
+	/* Trimmed, a full chain grows again, never beyond max_filters. */
+	c = make_wl(100, 1, 3, 16, 0.9);
+	for (i = 0, st = ADMIT_OK; i < 100000 && st == ADMIT_OK; i++)
+		st = admit_chain_add(c, KEY(i));
+	ck_assert_int_eq(st, ADMIT_FULL);
+	for (uint64_t j = 0; j < 100; j++)
+		ck_assert_int_eq(admit_chain_delete_at(c, 0, KEY(j)), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_trim(c, NULL), ADMIT_OK);
+	for (uint64_t j = 100000; j < 100100; j++)
+		ck_assert_int_eq(admit_chain_add(c, KEY(j)), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_add(c, "over", 4), ADMIT_FULL);
+	ck_assert_int_eq(admit_chain_info(c, &a), ADMIT_OK);
+	ck_assert_uint_eq(a.filters, 3);
+	ck_assert_uint_eq(a.trimmed, 1);
+	admit_chain_free(c);
+}
+END_TEST
+
+/* A default chain dumps version 1, byte for byte what it always did (the
+ * Redis module's RDBs and chunks); 8-bit fingerprints need version 2. */
+START_TEST(test_dump_versions)
+{
+	struct admit_chain *c = make(100, 2, 0), *d = NULL;
+	void *buf = NULL;
+	size_t len = 0;
+	struct admit_chain_info info;
+
+	ck_assert_int_eq(admit_chain_dump(c, &buf, &len), ADMIT_OK);
+	ck_assert_uint_eq(((unsigned char *)buf)[8], 1);
+	free(buf);
+	admit_chain_free(c);
+	c = make_wl(100, 2, 0, 8, 0);
+	for (uint64_t i = 0; i < 500; i++)
+		ck_assert_int_eq(admit_chain_add(c, KEY(i)), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_dump(c, &buf, &len), ADMIT_OK);
+	ck_assert_uint_eq(((unsigned char *)buf)[8], 2);
+	ck_assert_int_eq(admit_chain_restore(buf, len, &d), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_info(d, &info), ADMIT_OK);
+	ck_assert_uint_eq(info.fingerprint_bits, 8);
+	same_answers(c, d, 500);
+	free(buf);
+	admit_chain_free(c);
+	admit_chain_free(d);
+
+	/* single_writer, default otherwise: version 2, and the promise
+	 * travels with the dump (restored, it dumps the same bytes). */
+	{
+		struct admit_chain_config cfg = {
+			.capacity = 100, .seed = SEED, .single_writer = true,
+		};
+		void *buf2 = NULL;
+		size_t len2 = 0;
+
+		ck_assert_int_eq(admit_chain_new(&cfg, &c), ADMIT_OK);
+		/* (A false positive may refuse a new key.) */
+		for (uint64_t i = 0; i < 500; i++)
+			ck_assert_int_ne(admit_chain_add_unique(c, KEY(i)),
+			                 ADMIT_FULL);
+		ck_assert_int_eq(admit_chain_add_unique(c, KEY(7)),
+		                 ADMIT_EXISTS);
+		ck_assert_int_eq(admit_chain_info(c, &info), ADMIT_OK);
+		ck_assert_uint_gt(info.filters, 1);
+		ck_assert_int_eq(admit_chain_dump(c, &buf, &len), ADMIT_OK);
+		ck_assert_uint_eq(((unsigned char *)buf)[8], 2);
+		ck_assert_uint_eq(((unsigned char *)buf)[64], 1);
+		ck_assert_int_eq(admit_chain_restore(buf, len, &d), ADMIT_OK);
+		ck_assert_int_eq(admit_chain_dump(d, &buf2, &len2), ADMIT_OK);
+		ck_assert_uint_eq(len, len2);
+		ck_assert(memcmp(buf, buf2, len) == 0);
+		same_answers(c, d, 500);
+		free(buf);
+		free(buf2);
+		admit_chain_free(c);
+		admit_chain_free(d);
+	}
+}
+END_TEST
+
+/* With max_load, concurrent adds must not overfill a filter: each check
+ * of the newest's count and its insert are one step. */
+static struct admit_chain *load_chain;
+
+static void *
+load_adder(void *arg)
+{
+	uint64_t base = (uint64_t)(uintptr_t)arg * 100000;
+
+	for (uint64_t i = 0; i < 20000; i++)
+		ck_assert_int_eq(admit_chain_add(load_chain, KEY(base + i)),
+		                 ADMIT_OK);
+	return NULL;
+}
+
+START_TEST(test_load_race)
+{
+	pthread_t th[4];
+
+	load_chain = make_wl(50, 2, 0, 16, 0.3);
+	for (uintptr_t t = 0; t < 4; t++)
+		ck_assert_int_eq(pthread_create(&th[t], NULL, load_adder,
+		                                (void *)t), 0);
+	for (unsigned t = 0; t < 4; t++)
+		pthread_join(th[t], NULL);
+	check_limits(load_chain, 16, 0.3);
+	for (uint64_t t = 0; t < 4; t++)
+		for (uint64_t i = 0; i < 20000; i++)
+			ck_assert(admit_chain_contains(load_chain,
+			                               KEY(t * 100000 + i)));
+	admit_chain_free(load_chain);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -426,6 +791,12 @@ main(void)
 	tcase_add_test(tc, test_dump_restore);
 	tcase_add_test(tc, test_save_load);
 	tcase_add_test(tc, test_unique_race);
+	tcase_add_test(tc, test_width_load_config);
+	tcase_add_test(tc, test_width_load);
+	tcase_add_test(tc, test_trim);
+	tcase_add_test(tc, test_max_filters);
+	tcase_add_test(tc, test_dump_versions);
+	tcase_add_test(tc, test_load_race);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

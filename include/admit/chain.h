@@ -7,14 +7,21 @@
  * one before (as scalable Bloom filters do).  A lookup asks every filter, so
  * the chain's false-positive rate is at most the sum of its filters' rates.
  *
- * The bound.  Every filter of a chain stores 16-bit fingerprints, so each
- * answers "present" for an absent key with probability at most 8 / 2^16
- * (0.0122 %, admit/cuckoo.h), and a chain has at most
- * ADMIT_CHAIN_MAX_FILTERS (32) filters: the whole chain's rate is at most
- * filters x 8 / 2^16, below 0.39 % at any growth.  Growth is geometric
+ * The bound.  By default every filter of a chain stores 16-bit
+ * fingerprints, so each answers "present" for an absent key with
+ * probability at most 8 / 2^16 (0.0122 %, admit/cuckoo.h), and a chain has
+ * at most ADMIT_CHAIN_MAX_FILTERS (32) filters: the whole chain's rate is at
+ * most filters x 8 / 2^16, below 0.39 % at any growth.  With
+ * fingerprint_bits = 8 and no max_load, each filter's share is 8 / 2^8
+ * (3.1 %).  With max_load L set, no filter ever holds more than L of its
+ * slots, and each filter's share is at most 8 x L / (2^f - 2) for f-bit
+ * fingerprints (a stored fingerprint is one of 2^f - 1 non-zero values, one
+ * of them twice as likely; see src/chain.c): 16 bits at L = 0.5 give
+ * 6.1e-5 per filter, 8 bits at L = 0.1 give 3.2e-3.  Growth is geometric
  * (expansion >= 2) unless asked otherwise, so 32 filters reach the largest
  * capacity a cuckoo filter takes long before the bound is reached;
- * admit_chain_info() reports the bound for the chain as it stands.
+ * admit_chain_info() reports the bound for the chain as it stands (the sum
+ * of admit_chain_filter_info()'s per-filter bounds).
  *
  * A key inserted twice is stored twice (a multiset, as admit_cuckoo), and a
  * delete removes one copy, from the newest filter that holds one.  A filter
@@ -25,9 +32,12 @@
  *
  * Unless a function says otherwise it is thread-safe: any number of threads
  * may insert, delete and look up at once, and growth happens under their
- * feet (lookups take no lock; the filters of a chain are never freed before
- * the chain).  admit_chain_new(), admit_chain_restore(), admit_chain_load()
- * and admit_chain_free() are the exceptions.
+ * feet (lookups take no lock; a filter is freed only with the chain or by
+ * admit_chain_trim(), which must run alone).  admit_chain_free() and
+ * admit_chain_trim() are the exceptions.  With max_load set, adds to one
+ * chain take turns on a mutex (lookups and deletes still take no lock),
+ * unless the chain was made with single_writer, which asks the caller to
+ * keep writers from running at once instead.
  */
 #ifndef ADMIT_CHAIN_H
 #define ADMIT_CHAIN_H
@@ -70,6 +80,27 @@ struct admit_chain_config {
 	                         hashes with a seed derived from it and i, so
 	                         two chains with one seed fed the same keys in
 	                         the same order are identical */
+	unsigned fingerprint_bits; /* 8 or 16; 0 = 16.  8 halves the memory
+	                         and multiplies the bound by 256 */
+	double   max_load;    /* 0 = each filter is sized for its capacity at
+	                         95 % load and takes items until it refuses
+	                         one.  Otherwise 1/1024 to 0.95: each filter's
+	                         table is sized so that its capacity is this
+	                         load, and the chain grows when the newest
+	                         holds its capacity (or max_load of its slots,
+	                         if rounding made that less), so the bound
+	                         above holds at any moment.  The capacity must
+	                         then fit one filter at that load: at most
+	                         ADMIT_CUCKOO_MAX_CAPACITY x max_load / 0.95 */
+	bool     single_writer; /* true: the caller promises that adds,
+	                         deletes, trims and set_max_filters on this
+	                         chain never run at once (one thread, or
+	                         threads taking turns under the caller's own
+	                         lock or barrier); lookups, count, info and
+	                         dump may still run from any thread at any
+	                         time.  Adds then take no chain lock (about
+	                         5 % of admit-dedup's time per key).  false =
+	                         every call thread-safe as documented */
 };
 
 /* What a chain is made of, as admit_chain_info() reports it. */
@@ -82,17 +113,38 @@ struct admit_chain_info {
 	uint64_t items;       /* occupied slots over all filters */
 	uint64_t buckets;     /* buckets over all filters (4 slots each) */
 	size_t   memory;      /* bytes of the bucket tables */
-	double   fpr_bound;   /* filters x 8 / 2^16: the chain's false-positive
-	                         rate is at most this (a fraction, not %) */
+	double   fpr_bound;   /* the chain's false-positive rate is at most
+	                         this (a fraction, not %): the sum of each
+	                         filter's bound, filters x 8 / 2^16 by default */
+	unsigned fingerprint_bits; /* as configured (0 resolved to 16) */
+	double   max_load;    /* as configured (0 = unset) */
+	uint64_t trimmed;     /* filters admit_chain_trim() removed so far */
+};
+
+/* One filter of a chain, as admit_chain_filter_info() reports it. */
+struct admit_chain_filter_info {
+	uint64_t number;      /* trimmed + index: the filter's place in the
+	                         chain's history, which fixes its capacity and
+	                         seed; unchanged by trims, unlike the index */
+	uint64_t capacity;    /* items it takes before the chain grows (with
+	                         max_load: its limit, at most max_load x
+	                         slots) */
+	uint64_t items;       /* occupied slots */
+	uint64_t slots;       /* 4 per bucket */
+	unsigned fingerprint_bits;
+	size_t   memory;      /* bytes of its bucket table */
+	double   fpr_bound;   /* its share of the chain's bound */
 };
 
 /*
  * admit_chain_new - create a chain of one empty filter.
  *
  * Errors: ADMIT_EINVAL if cfg or out is NULL, the capacity is 0 or above
- * ADMIT_CUCKOO_MAX_CAPACITY, expansion is above ADMIT_CHAIN_MAX_EXPANSION,
- * max_filters is above ADMIT_CHAIN_MAX_FILTERS, or stripes is not a power of
- * two up to ADMIT_CUCKOO_MAX_STRIPES; ADMIT_NOMEM.  On error *out is left
+ * ADMIT_CUCKOO_MAX_CAPACITY (with max_load: above the most one filter holds
+ * at that load), expansion is above ADMIT_CHAIN_MAX_EXPANSION, max_filters
+ * is above ADMIT_CHAIN_MAX_FILTERS, stripes is not a power of two up to
+ * ADMIT_CUCKOO_MAX_STRIPES, fingerprint_bits is not 0, 8 or 16, or max_load
+ * is not 0 or within [1/1024, 0.95]; ADMIT_NOMEM.  On error *out is left
  * untouched.
  *
  * Thread-safety: safe (each call makes a new, independent chain).
@@ -109,11 +161,13 @@ void admit_chain_free(struct admit_chain *c);
 
 /*
  * admit_chain_add - add one copy of key to the newest filter, growing the
- * chain by one filter when the newest is full.
+ * chain by one filter when the newest is full (with max_load: holds its
+ * capacity).
  *
  * Errors: ADMIT_FULL if the newest filter has no room for key and the chain
- * has max_filters filters already or the newest is less than half full
- * (nothing changed); ADMIT_NOMEM if a new filter
+ * has max_filters filters already or the newest is less than half full (or,
+ * with max_load, below its capacity, if that is less) (nothing changed);
+ * ADMIT_NOMEM if a new filter
  * cannot be allocated (nothing changed); ADMIT_EINVAL if c is NULL or key is
  * NULL with len > 0.
  *
@@ -132,7 +186,8 @@ enum admit_status admit_chain_add(struct admit_chain *c, const void *key,
  * admit_chain_add().
  *
  * Thread-safety: safe; it excludes growth while it runs (a shared lock that
- * only growth takes exclusively).
+ * only growth takes exclusively; with max_load, the add mutex instead; with
+ * single_writer, the caller's own turn-taking).
  */
 enum admit_status admit_chain_add_unique(struct admit_chain *c,
                                          const void *key, size_t len);
@@ -230,9 +285,63 @@ enum admit_status admit_chain_info(const struct admit_chain *c,
                                    struct admit_chain_info *out);
 
 /*
+ * admit_chain_filter_info - describe filter number filter (0 the oldest,
+ * info.filters - 1 the newest) in *out.
+ *
+ * Errors: ADMIT_EINVAL if c or out is NULL or filter is not below the
+ * chain's filter count.
+ *
+ * Thread-safety: safe; exact when no writer runs, a moment's values
+ * otherwise.
+ */
+enum admit_status admit_chain_filter_info(const struct admit_chain *c,
+                                          unsigned filter,
+                                          struct admit_chain_filter_info *out);
+
+/*
+ * admit_chain_trim - free the oldest filters that hold no item, keeping at
+ * least the newest: memory returns, lookups probe fewer filters, and the
+ * bound (admit_chain_info) drops by the removed filters' shares.  The
+ * filters left keep their order and their numbers; their indices drop by
+ * the count removed (stored in *removed unless it is NULL), so a caller
+ * that keeps indices from admit_chain_add_at() subtracts it (or keeps
+ * admit_chain_filter_info()'s numbers, which trims do not change).  The
+ * chain may then grow again up to max_filters filters; new filters continue
+ * the sequence (capacity and seed as if nothing had been trimmed).  A dump
+ * of a trimmed chain restores to the same trimmed chain.  An older filter
+ * emptied while a newer one is not is kept: only a prefix is removed.
+ *
+ * Errors: ADMIT_EINVAL if c is NULL.
+ *
+ * Thread-safety: NOT thread-safe with any other call on the same chain
+ * (lookups take no lock and could read a freed filter): run it when no
+ * other thread uses the chain, for instance between the phases of a
+ * program that hands the chain from thread to thread with a barrier or a
+ * mutex.
+ */
+enum admit_status admit_chain_trim(struct admit_chain *c, unsigned *removed);
+
+/*
+ * admit_chain_set_max_filters - change how many filters the chain may
+ * have: max_filters as in admit_chain_config (0 = ADMIT_CHAIN_MAX_FILTERS;
+ * the chain's filter count = grow no more).  Dumps record the new value.
+ *
+ * Errors: ADMIT_EINVAL if c is NULL, max_filters is above
+ * ADMIT_CHAIN_MAX_FILTERS, or below the filters the chain has (nothing
+ * changed).
+ *
+ * Thread-safety: safe (it takes the growth lock).
+ */
+enum admit_status admit_chain_set_max_filters(struct admit_chain *c,
+                                              unsigned max_filters);
+
+/*
  * admit_chain_dump - encode the whole chain into a new buffer.
  *
- * The buffer holds a magic, a format version, the chain's parameters, each
+ * The buffer holds a magic, a format version (1 for a chain of default
+ * width, load and writers never trimmed, the bytes 0.2.0's first chains
+ * wrote; 2 otherwise), the chain's parameters (single_writer included),
+ * each
  * filter in admit_cuckoo_save()'s snapshot format (each with its own XXH3
  * checksum), and an XXH3 checksum of everything before it; integers are
  * little-endian.  *buf is allocated with malloc(): release it with free().
@@ -249,7 +358,7 @@ enum admit_status admit_chain_dump(const struct admit_chain *c, void **buf,
 
 /*
  * admit_chain_restore - create a chain from len bytes written by
- * admit_chain_dump().  Everything is validated (magic, version, parameters,
+ * admit_chain_dump() (either format version).  Everything is validated (magic, version, parameters,
  * every filter's snapshot and checksum, the outer checksum, the exact
  * length) before a chain is returned.
  *

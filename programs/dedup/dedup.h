@@ -2,14 +2,18 @@
  * admit-dedup internals: the "seen" set the program keeps.
  *
  * Keys are reduced to a 64-bit hash h (XXH3 with the run's seed); h, as 8
- * little-endian bytes, is the key given to the cuckoo filters, and the top
- * bits of h pick one of nshards independent shards.  Each shard is a chain
- * of filters: lookups check every filter of the chain, inserts go to the
- * newest, and a full newest filter gets a successor twice as large.
+ * little-endian bytes, is the key given to the filters, and the top bits of
+ * h pick one of nshards independent shards.  Each shard is the library's
+ * admit_chain (<admit/chain.h>): lookups check every filter of the chain,
+ * inserts go to the newest, and a newest filter at its load limit gets a
+ * successor twice as large.
  *
- * With a horizon, a ring remembers (h, filter) of the last `horizon` admitted
- * keys, so a key leaving the horizon is deleted from exactly the filter that
- * holds it.
+ * With a horizon, a ring remembers (h, filter number) of the last `horizon`
+ * admitted keys, so a key leaving the horizon is deleted from exactly the
+ * filter that holds it, and an emptied oldest filter is trimmed (freed).  The
+ * ring keeps the filter's number in the chain's history (trimmed + index),
+ * mod 256: trims do not change it, and a chain holds at most 32 filters, so
+ * the low byte tells them apart.
  *
  * A shard is used by one thread at a time (see main.c for why); a dd_seen
  * as a whole is not thread-safe.
@@ -24,20 +28,18 @@
 #include <admit/admit.h>
 
 #define DD_MAX_SHARDS 64u
-#define DD_MAX_GENS 48u
-
-struct dd_gen {
-	struct admit_cuckoo *f; /* NULL once the horizon emptied and freed it */
-	uint64_t cap;           /* items it takes before a successor is chained */
-	uint64_t live;          /* items inserted and not deleted */
-	uint64_t slots;
-};
 
 struct dd_shard {
-	struct dd_gen gen[DD_MAX_GENS];
-	unsigned ngen;    /* gen[ngen - 1] is the newest */
-	unsigned grown;   /* filters chained in by growth */
+	struct admit_chain *chain;
+	uint64_t trimmed; /* the chain's info.trimmed, kept here for the ring */
 	double est_false; /* expected false drops so far (see dd_seen_admit) */
+	/* The chain's false-positive probability at its loads now, kept up
+	 * to date per add and delete instead of asking every filter for every
+	 * key: p is the sum over filters of w[i] x items, w[i] the weight of
+	 * one item in filter i (w has nw entries; refreshed on growth and
+	 * trim). */
+	double p, w[ADMIT_CHAIN_MAX_FILTERS];
+	unsigned nw;
 };
 
 struct dd_params {
@@ -91,10 +93,13 @@ enum admit_status dd_seen_ring_reserve(struct dd_seen *s, uint64_t n);
  * ADMIT_FULL (growth off or impossible), ADMIT_NOMEM. */
 enum admit_status dd_seen_admit(struct dd_seen *s, unsigned shard, uint64_t h,
                                 uint8_t *gen);
+/* Growth on (--on-full=grow) or off (fail): ADMIT_OK or ADMIT_NOMEM. */
+enum admit_status dd_seen_set_grow(struct dd_seen *s, bool grow);
 /* Unconditional insert (a key re-entering the horizon). */
 enum admit_status dd_seen_insert(struct dd_seen *s, unsigned shard, uint64_t h,
                                  uint8_t *gen);
-/* Delete a key dd_seen_admit/insert put into gen. */
+/* Delete a key dd_seen_admit/insert put into gen, and free the oldest filters
+ * once they hold no key (admit_chain_trim). */
 enum admit_status dd_seen_delete(struct dd_seen *s, unsigned shard, uint64_t h,
                                  uint8_t gen);
 void dd_seen_totals(const struct dd_seen *s, struct dd_totals *t);

@@ -11,9 +11,10 @@
  *  1. HASH, split by line ranges: every worker extracts the keys of its
  *     lines and hashes them (the costly part for long lines).
  *  2. FILTER, split by shard: the top bits of a key's hash choose one of up
- *     to 64 shards, each its own chain of cuckoo filters, and shard s belongs
- *     to worker s mod N.  A worker walks the whole batch in input order and
- *     calls admit_cuckoo_insert_unique() for the lines of its shards only.
+ *     to 64 shards, each its own chain of cuckoo filters (admit_chain), and
+ *     shard s belongs to worker s mod N.  A worker walks the whole batch in
+ *     input order and calls admit_chain_add_unique_at() for the lines of its
+ *     shards only.
  *     Every occurrence of a key has the same hash, hence the same shard and
  *     the same worker, which sees them in input order: the first occurrence
  *     is the one that inserts, the later ones find it.  Workers run in
@@ -852,7 +853,11 @@ main(int argc, char **argv)
 			        C.o.horizon);
 			return EXIT_USAGE;
 		}
-		C.seen->grow = !C.o.fail_full;
+		if (dd_seen_set_grow(C.seen, !C.o.fail_full) != ADMIT_OK) {
+			fprintf(stderr, PROG ": cannot load '%s': %s\n", C.o.load,
+			        admit_strerror(ADMIT_NOMEM));
+			return EXIT_FULL;
+		}
 		batch = C.seen->batch;
 	} else {
 		if (C.o.horizon && C.o.horizon < batch)

@@ -2,6 +2,7 @@
  * admit-dedup's seen-set: shards of chained cuckoo filters and the horizon
  * ring.  Single-threaded per shard: main.c gives each shard to one worker.
  */
+#include <endian.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,74 +18,103 @@
 #include "hash.h" /* admit_mix64, the library's mixer */
 #include "snapfile.h"
 
-/* The library sizes a table for 95 % load; asking for capacity c * 0.95 /
- * alpha items gives a table that is at load alpha with c items. */
+/* The library sizes a table for 95 % load: the most load a filter runs at. */
 #define LIB_LOAD 0.95
 
-/* Probability that one lookup of an absent key matches in one filter:
- * 2 buckets x 4 slots, each holding a given non-zero fingerprint with
- * probability load / (2^f - 1); the union bound makes it an upper bound. */
+/* Probability that one lookup of an absent key matches in one filter at
+ * its load now: 2 buckets x 4 slots, each matching a random non-zero
+ * fingerprint with probability at most 1 / (2^f - 2) (src/chain.c says
+ * why); the union bound makes it an upper bound. */
 static double
-gen_fpr(const struct dd_seen *s, const struct dd_gen *g)
+filter_fpr(const struct admit_chain_filter_info *fi)
 {
-	if (!g->f || g->slots == 0)
+	if (fi->slots == 0)
 		return 0;
-	return 8.0 * ((double)g->live / (double)g->slots) /
-	       (double)((1u << s->fp_bits) - 1);
+	return 8.0 * ((double)fi->items / (double)fi->slots) /
+	       (double)((1u << fi->fingerprint_bits) - 2);
 }
 
-static double
-chain_fpr(const struct dd_seen *s, const struct dd_shard *d)
+/* The filters' key: h as 8 little-endian bytes (what the state file has
+ * always held).  Not snap_put64: its byte loop was a tenth of the
+ * instructions admit-dedup spends per line. */
+static inline void
+key_of_hash(unsigned char key[8], uint64_t h)
 {
-	double p = 0;
+	uint64_t le = htole64(h);
 
-	for (unsigned g = 0; g < d->ngen; g++)
-		p += gen_fpr(s, &d->gen[g]);
-	return p;
+	memcpy(key, &le, 8);
 }
 
+/* d->p and d->w from the chain as it stands (after growth or a trim). */
+static void
+refresh_fpr(struct dd_shard *d)
+{
+	struct admit_chain_filter_info fi;
+
+	d->p = 0;
+	for (d->nw = 0; d->nw < ADMIT_CHAIN_MAX_FILTERS &&
+	     admit_chain_filter_info(d->chain, d->nw, &fi) == ADMIT_OK; d->nw++) {
+		d->p += filter_fpr(&fi);
+		d->w[d->nw] = fi.slots ? 8.0 / (double)fi.slots /
+		              (double)((1u << fi.fingerprint_bits) - 2) : 0;
+	}
+}
+
+/* One item more in filter idx (or, if it is new, a refresh). */
+static void
+note_add(struct dd_shard *d, unsigned idx)
+{
+	if (idx < d->nw)
+		d->p += d->w[idx];
+	else
+		refresh_fpr(d);
+}
+
+/* Shard i's chain: the first filter holds shard_cap keys at load alpha,
+ * each successor twice as many; one lock stripe (one writer per shard at a
+ * time, and the default stripe array would cost more than a small shard's
+ * table). */
 static enum admit_status
-gen_create(const struct dd_seen *s, unsigned shard, unsigned g, uint64_t cap,
-           struct dd_gen *out)
+shard_chain(const struct dd_seen *s, unsigned shard, struct admit_chain **out)
 {
-	struct admit_cuckoo_config cfg = { 0 };
-	double want = ceil((double)cap * LIB_LOAD / s->alpha);
-	enum admit_status st;
+	struct admit_chain_config cfg = {
+		.capacity = s->shard_cap,
+		.expansion = 2,
+		.stripes = 1,
+		.fingerprint_bits = s->fp_bits,
+		.max_load = s->alpha,
+		/* One worker per shard at a time, handed over at barriers. */
+		.single_writer = true,
+		.seed = admit_mix64(s->seed ^ admit_mix64((uint64_t)shard << 8)) | 1,
+	};
 
-	if (cap == 0 || want > (double)ADMIT_CUCKOO_MAX_CAPACITY)
+	if (ceil((double)s->shard_cap * LIB_LOAD / s->alpha) >
+	    (double)ADMIT_CUCKOO_MAX_CAPACITY)
 		return ADMIT_ETOOBIG;
-	cfg.capacity = (uint64_t)want;
-	cfg.fingerprint_bits = s->fp_bits;
-	/* One writer per shard at a time: one stripe is enough, and the
-	 * default stripe array would cost more than a small shard's table. */
-	cfg.stripes = 1;
-	cfg.seed = admit_mix64(s->seed ^ admit_mix64((uint64_t)shard << 8 | g)) | 1;
-	st = admit_cuckoo_new(&cfg, &out->f);
-	if (st != ADMIT_OK)
-		return st;
-	out->cap = cap;
-	out->live = 0;
-	out->slots = admit_cuckoo_slots(out->f);
-	return ADMIT_OK;
+	return admit_chain_new(&cfg, out);
 }
 
-static enum admit_status
-grow(struct dd_seen *s, unsigned shard)
+static unsigned
+chain_filters(const struct admit_chain *c)
 {
-	struct dd_shard *d = &s->shard[shard];
-	enum admit_status st;
+	struct admit_chain_info info;
 
-	if (!s->grow || d->ngen == DD_MAX_GENS)
-		return ADMIT_FULL;
-	st = gen_create(s, shard, d->ngen, 2 * d->gen[d->ngen - 1].cap,
-	                &d->gen[d->ngen]);
-	/* A successor no filter can hold: the chain is as full as it gets. */
-	if (st == ADMIT_ETOOBIG)
-		return ADMIT_FULL;
-	if (st != ADMIT_OK)
-		return st;
-	d->ngen++;
-	d->grown++;
+	admit_chain_info(c, &info);
+	return info.filters;
+}
+
+enum admit_status
+dd_seen_set_grow(struct dd_seen *s, bool grow)
+{
+	s->grow = grow;
+	for (unsigned i = 0; i < s->nshards; i++) {
+		struct admit_chain *c = s->shard[i].chain;
+		enum admit_status st;
+
+		st = admit_chain_set_max_filters(c, grow ? 0 : chain_filters(c));
+		if (st != ADMIT_OK)
+			return st;
+	}
 	return ADMIT_OK;
 }
 
@@ -100,10 +130,11 @@ choose_sizing(const struct dd_params *p, struct dd_seen *s)
 	}
 	if (!(p->fpr > 0 && p->fpr < 1))
 		return ADMIT_EINVAL;
-	/* Per filter, fpr <= 8 * load / (2^f - 1): for each width, the highest
-	 * load that meets the target, then the width costing fewer bits. */
+	/* Per filter, fpr <= 8 * load / (2^f - 2) (admit/chain.h): for each
+	 * width, the highest load that meets the target, then the width
+	 * costing fewer bits. */
 	for (unsigned f = 8; f <= 16; f += 8) {
-		double a = fmin(LIB_LOAD, p->fpr * (double)((1u << f) - 1) / 8);
+		double a = fmin(LIB_LOAD, p->fpr * (double)((1u << f) - 2) / 8);
 		double bits = f / a;
 
 		if (best == 0 || bits < best) {
@@ -213,11 +244,14 @@ dd_seen_new(const struct dd_params *p, struct dd_seen **out)
 		goto out;
 	}
 	for (unsigned i = 0; i < s->nshards; i++) {
-		st = gen_create(s, i, 0, s->shard_cap, &s->shard[i].gen[0]);
+		st = shard_chain(s, i, &s->shard[i].chain);
 		if (st != ADMIT_OK)
 			goto out;
-		s->shard[i].ngen = 1;
+		refresh_fpr(&s->shard[i]);
 	}
+	st = dd_seen_set_grow(s, p->grow);
+	if (st != ADMIT_OK)
+		goto out;
 	*out = s;
 	return ADMIT_OK;
 out:
@@ -231,23 +265,11 @@ dd_seen_free(struct dd_seen *s)
 	if (!s)
 		return;
 	for (unsigned i = 0; s->shard && i < s->nshards; i++)
-		for (unsigned g = 0; g < s->shard[i].ngen; g++)
-			admit_cuckoo_free(s->shard[i].gen[g].f);
+		admit_chain_free(s->shard[i].chain);
 	free(s->shard);
 	free(s->ring_h);
 	free(s->ring_g);
 	free(s);
-}
-
-/* Make room in the newest filter for one more item. */
-static enum admit_status
-room(struct dd_seen *s, unsigned shard)
-{
-	struct dd_shard *d = &s->shard[shard];
-
-	if (d->gen[d->ngen - 1].live < d->gen[d->ngen - 1].cap)
-		return ADMIT_OK;
-	return grow(s, shard);
 }
 
 enum admit_status
@@ -256,34 +278,22 @@ dd_seen_admit(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t *gen)
 	struct dd_shard *d = &s->shard[shard];
 	unsigned char key[8];
 	enum admit_status st;
+	unsigned idx;
 	double p;
 
-	snap_put64(key, h);
-	/* Room first: a filter chained in here turns the newest into an older
-	 * one, which the loop below must then check. */
-	st = room(s, shard);
+	key_of_hash(key, h);
+	/* Before the insert, with the loads this key met (a filter chained
+	 * in by this very insert is empty and adds nothing). */
+	p = d->p;
+	st = admit_chain_add_unique_at(d->chain, key, 8, &idx);
 	if (st != ADMIT_OK)
 		return st;
-	for (unsigned g = 0; g + 1 < d->ngen; g++)
-		if (d->gen[g].f && admit_cuckoo_contains(d->gen[g].f, key, 8))
-			return ADMIT_EXISTS;
-	p = chain_fpr(s, d);
-	st = admit_cuckoo_insert_unique(d->gen[d->ngen - 1].f, key, 8);
-	if (st == ADMIT_FULL) {
-		/* Full before its nominal load (rare): chain a successor. */
-		st = grow(s, shard);
-		if (st != ADMIT_OK)
-			return st;
-		st = admit_cuckoo_insert_unique(d->gen[d->ngen - 1].f, key, 8);
-	}
-	if (st != ADMIT_OK)
-		return st;
-	d->gen[d->ngen - 1].live++;
+	note_add(d, idx);
 	/* This key was admitted with probability 1 - p; a new key is dropped
 	 * with probability p, so each admission stands for p / (1 - p)
 	 * expected false drops. */
 	d->est_false += p < 1 ? p / (1 - p) : 1;
-	*gen = (uint8_t)(d->ngen - 1);
+	*gen = (uint8_t)(d->trimmed + idx);
 	return ADMIT_OK;
 }
 
@@ -293,22 +303,14 @@ dd_seen_insert(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t *gen)
 	struct dd_shard *d = &s->shard[shard];
 	unsigned char key[8];
 	enum admit_status st;
+	unsigned idx;
 
-	snap_put64(key, h);
-	st = room(s, shard);
+	key_of_hash(key, h);
+	st = admit_chain_add_at(d->chain, key, 8, &idx);
 	if (st != ADMIT_OK)
 		return st;
-	st = admit_cuckoo_insert(d->gen[d->ngen - 1].f, key, 8);
-	if (st == ADMIT_FULL) {
-		st = grow(s, shard);
-		if (st != ADMIT_OK)
-			return st;
-		st = admit_cuckoo_insert(d->gen[d->ngen - 1].f, key, 8);
-	}
-	if (st != ADMIT_OK)
-		return st;
-	d->gen[d->ngen - 1].live++;
-	*gen = (uint8_t)(d->ngen - 1);
+	note_add(d, idx);
+	*gen = (uint8_t)(d->trimmed + idx);
 	return ADMIT_OK;
 }
 
@@ -316,24 +318,31 @@ enum admit_status
 dd_seen_delete(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t gen)
 {
 	struct dd_shard *d = &s->shard[shard];
-	struct dd_gen *g;
+	unsigned idx = (uint8_t)(gen - (uint8_t)d->trimmed), removed;
 	unsigned char key[8];
 	enum admit_status st;
 
-	if (gen >= d->ngen || !d->gen[gen].f)
-		return ADMIT_NOTFOUND;
-	g = &d->gen[gen];
-	snap_put64(key, h);
-	st = admit_cuckoo_delete(g->f, key, 8);
+	key_of_hash(key, h);
+	st = admit_chain_delete_at(d->chain, idx, key, 8);
+	if (st == ADMIT_EINVAL)
+		return ADMIT_NOTFOUND; /* no such filter (any more) */
 	if (st != ADMIT_OK)
 		return st;
+	d->p -= d->w[idx];
+	if (idx != 0 || d->nw < 2)
+		return ADMIT_OK; /* not the oldest, or the newest too */
 	/* An older filter the horizon has emptied is dead weight for every
-	 * lookup: free it.  The newest stays to take inserts. */
-	if (--g->live == 0 && gen + 1u < d->ngen) {
-		admit_cuckoo_free(g->f);
-		g->f = NULL;
-	}
-	return ADMIT_OK;
+	 * lookup: free it (the chain keeps the newest to take inserts).  Keys
+	 * leave in admission order, so the oldest filter empties first.  This
+	 * worker alone uses the shard's chain during EXPIRE, as trim needs. */
+	st = admit_chain_trim(d->chain, &removed);
+	if (st != ADMIT_OK || removed == 0)
+		return st;
+	d->trimmed += removed;
+	refresh_fpr(d);
+	/* Without growth the chain must not grow back into the room. */
+	return s->grow ? ADMIT_OK :
+	       admit_chain_set_max_filters(d->chain, chain_filters(d->chain));
 }
 
 void
@@ -342,21 +351,21 @@ dd_seen_totals(const struct dd_seen *s, struct dd_totals *t)
 	memset(t, 0, sizeof(*t));
 	for (unsigned i = 0; i < s->nshards; i++) {
 		const struct dd_shard *d = &s->shard[i];
+		struct admit_chain_filter_info fi;
 		unsigned chain = 0;
-		double p = chain_fpr(s, d);
+		double p = 0;
 
-		for (unsigned g = 0; g < d->ngen; g++) {
-			if (!d->gen[g].f)
-				continue;
-			chain++;
-			t->items += d->gen[g].live;
-			t->slots += d->gen[g].slots;
-			t->memory += admit_cuckoo_memory(d->gen[g].f);
+		for (; admit_chain_filter_info(d->chain, chain, &fi) ==
+		       ADMIT_OK; chain++) {
+			t->items += fi.items;
+			t->slots += fi.slots;
+			t->memory += fi.memory;
+			p += filter_fpr(&fi);
 		}
 		t->filters += chain;
 		if (chain > t->max_chain)
 			t->max_chain = chain;
-		t->grown += d->grown;
+		t->grown += (unsigned)(d->trimmed + chain - 1);
 		t->est_false += d->est_false;
 		if (p > t->fpr_bound)
 			t->fpr_bound = p;
@@ -372,15 +381,16 @@ dd_seen_bits_per_item(const struct dd_seen *s)
 }
 
 /* ---- state files -----------------------------------------------------------
- * Little-endian: "ADMITDD1", u32 version, nshards, fp_bits, flags (bit 0:
- * grow); u64 alpha (IEEE bits), seed, shard_cap, horizon, batch (of the
- * saving run, informational), admitted, ring_len; per shard u32 ngen, grown,
- * u64 est_false (bits), per filter u64 cap, live, snapshot length (0 = freed)
- * and an admit_cuckoo_save snapshot; the ring, oldest first, as u64 h and u8
- * filter; u64 XXH3 of everything before it.
+ * Little-endian: "ADMITDD1", u32 version (2), nshards, fp_bits, flags (bit
+ * 0: grow); u64 alpha (IEEE bits), seed, shard_cap, horizon, batch (of the
+ * saving run, informational), admitted, ring_len; per shard u64 est_false
+ * (bits), u64 length and that many bytes of admit_chain_dump(); the ring,
+ * oldest first, as u64 h and u8 filter number (mod 256); u64 XXH3 of
+ * everything before it.  Version 1 (before admit-dedup used admit_chain)
+ * held its own filter lists: refused with a message saying so.
  */
 static const char MAGIC[8] = "ADMITDD1";
-#define VERSION 1
+#define VERSION 2
 
 struct wbuf {
 	unsigned char *p;
@@ -447,25 +457,6 @@ bitsd(uint64_t v)
 	return d;
 }
 
-static char *
-temp_in(const char *dir)
-{
-	size_t n = strlen(dir) + sizeof("/.admit-dedup.XXXXXX");
-	char *t = malloc(n);
-	int fd;
-
-	if (!t)
-		return NULL;
-	snprintf(t, n, "%s/.admit-dedup.XXXXXX", dir);
-	fd = mkstemp(t);
-	if (fd < 0) {
-		free(t);
-		return NULL;
-	}
-	close(fd);
-	return t;
-}
-
 /* The whole of a regular file (snapfile_open refuses a FIFO or a device
  * without blocking on it).  ADMIT_EIO leaves errno set. */
 static enum admit_status
@@ -500,29 +491,19 @@ read_file(const char *path, unsigned char **data, size_t *len)
 	return ADMIT_OK;
 }
 
-/* An admit_cuckoo snapshot as bytes, by way of a temporary file in dir:
- * the library's snapshot format stays the library's. */
 static enum admit_status
-put_filter(struct wbuf *w, const struct admit_cuckoo *f, const char *dir)
+put_chain(struct wbuf *w, const struct admit_chain *c)
 {
-	char *tmp = temp_in(dir);
-	unsigned char *data = NULL;
+	void *buf = NULL;
 	size_t len = 0;
-	enum admit_status st;
+	enum admit_status st = admit_chain_dump(c, &buf, &len);
 
-	if (!tmp)
-		return ADMIT_EIO;
-	st = admit_cuckoo_save(f, tmp);
-	if (st == ADMIT_OK)
-		st = read_file(tmp, &data, &len);
-	unlink(tmp);
-	free(tmp);
-	if (st == ADMIT_OK) {
-		put64(w, len);
-		put(w, data, len);
-	}
-	free(data);
-	return st;
+	if (st != ADMIT_OK)
+		return st;
+	put64(w, len);
+	put(w, buf, len);
+	free(buf);
+	return ADMIT_OK;
 }
 
 enum admit_status
@@ -530,20 +511,9 @@ dd_seen_save(const struct dd_seen *s, const char *path)
 {
 	struct wbuf w = { 0 };
 	enum admit_status st = ADMIT_OK;
-	char *dir, *slash;
 
 	if (!s || !path)
 		return ADMIT_EINVAL;
-	dir = strdup(path);
-	if (!dir)
-		return ADMIT_NOMEM;
-	slash = strrchr(dir, '/');
-	if (!slash)
-		strcpy(dir, ".");
-	else if (slash == dir)
-		dir[1] = '\0';
-	else
-		*slash = '\0';
 
 	put(&w, MAGIC, 8);
 	put32(&w, VERSION);
@@ -558,19 +528,8 @@ dd_seen_save(const struct dd_seen *s, const char *path)
 	put64(&w, s->admitted);
 	put64(&w, s->ring_len);
 	for (unsigned i = 0; i < s->nshards && st == ADMIT_OK; i++) {
-		const struct dd_shard *d = &s->shard[i];
-
-		put32(&w, d->ngen);
-		put32(&w, d->grown);
-		put64(&w, dbits(d->est_false));
-		for (unsigned g = 0; g < d->ngen && st == ADMIT_OK; g++) {
-			put64(&w, d->gen[g].cap);
-			put64(&w, d->gen[g].live);
-			if (d->gen[g].f)
-				st = put_filter(&w, d->gen[g].f, dir);
-			else
-				put64(&w, 0);
-		}
+		put64(&w, dbits(s->shard[i].est_false));
+		st = put_chain(&w, s->shard[i].chain);
 	}
 	for (uint64_t k = 0; k < s->ring_len; k++) {
 		uint64_t pos = (s->admitted - s->ring_len + k) % s->ring_size;
@@ -592,7 +551,6 @@ dd_seen_save(const struct dd_seen *s, const char *path)
 	st = snapfile_write(path, &(struct snapfile_part){ w.p, w.len }, 1);
 out:
 	free(w.p);
-	free(dir);
 	return st;
 }
 
@@ -632,34 +590,27 @@ take32(struct rbuf *r)
 	return q ? snap_get32(q) : 0;
 }
 
+/* A shard's chain: the chain the saving run made for it, so of this
+ * file's width, load and first capacity. */
 static enum admit_status
-take_filter(struct rbuf *r, struct admit_cuckoo **f)
+take_chain(struct rbuf *r, const struct dd_seen *s, struct dd_shard *d)
 {
 	uint64_t len = take64(r);
-	const unsigned char *q;
-	const char *dir = getenv("TMPDIR");
-	char *tmp;
-	FILE *fp;
+	const unsigned char *q = take(r, len);
+	struct admit_chain_info info;
 	enum admit_status st;
 
-	*f = NULL;
-	if (len == 0)
-		return ADMIT_OK;
-	q = take(r, len);
 	if (!q)
 		return ADMIT_ECORRUPT;
-	tmp = temp_in(dir && *dir ? dir : "/tmp");
-	if (!tmp)
-		return ADMIT_EIO;
-	fp = fopen(tmp, "wb");
-	st = fp && fwrite(q, 1, len, fp) == len ? ADMIT_OK : ADMIT_EIO;
-	if (fp && fclose(fp) != 0)
-		st = ADMIT_EIO;
-	if (st == ADMIT_OK)
-		st = admit_cuckoo_load(tmp, f);
-	unlink(tmp);
-	free(tmp);
-	return st;
+	st = admit_chain_restore(q, len, &d->chain);
+	if (st != ADMIT_OK)
+		return st;
+	admit_chain_info(d->chain, &info);
+	if (info.fingerprint_bits != s->fp_bits || info.max_load != s->alpha ||
+	    info.first_capacity != s->shard_cap || info.expansion != 2)
+		return ADMIT_ECORRUPT;
+	d->trimmed = info.trimmed;
+	return ADMIT_OK;
 }
 
 enum admit_status
@@ -682,6 +633,11 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 	}
 	st = ADMIT_ECORRUPT;
 	if (len < 16 || memcmp(data, MAGIC, 8) != 0)
+		goto out;
+	/* Before the checksum: an old file is old, whatever else is wrong. */
+	*why = "saved by an admit-dedup before 0.2.0 (state format 1); "
+	       "this one reads format 2 only: rebuild the state with --save";
+	if (snap_get32(data + 8) == 1)
 		goto out;
 	*why = "checksum mismatch (truncated or altered)";
 	if (snap_get64(data + len - 8) != XXH3_64bits(data, len - 8))
@@ -727,39 +683,29 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 	for (unsigned i = 0; i < s->nshards; i++) {
 		struct dd_shard *d = &s->shard[i];
 
-		d->ngen = take32(&r);
-		d->grown = take32(&r);
 		d->est_false = bitsd(take64(&r));
-		if (r.bad || d->ngen == 0 || d->ngen > DD_MAX_GENS)
+		st = take_chain(&r, s, d);
+		if (st != ADMIT_OK) {
+			*why = st == ADMIT_NOMEM ? admit_strerror(st) :
+			       "bad filter chain";
 			goto out;
-		for (unsigned g = 0; g < d->ngen; g++) {
-			struct dd_gen *e = &d->gen[g];
-
-			e->cap = take64(&r);
-			e->live = take64(&r);
-			st = take_filter(&r, &e->f);
-			if (st != ADMIT_OK) {
-				*why = "bad filter snapshot";
-				goto out;
-			}
-			st = ADMIT_ECORRUPT;
-			if (r.bad || (!e->f && (e->live || g + 1 == d->ngen)) ||
-			    (e->f && (admit_cuckoo_size(e->f) != e->live ||
-			              e->live > e->cap)))
-				goto out;
-			e->slots = e->f ? admit_cuckoo_slots(e->f) : 0;
 		}
+		refresh_fpr(d);
 	}
+	st = ADMIT_ECORRUPT;
 	*why = "bad horizon ring";
 	n = 0;
 	for (uint64_t k = 0; k < s->ring_len; k++) {
 		uint64_t pos = (s->admitted - s->ring_len + k) % s->ring_size;
+		const struct dd_shard *d;
 		const unsigned char *g;
 
 		s->ring_h[pos] = take64(&r);
 		g = take(&r, 1);
-		if (!g || *g >= s->shard[dd_shard_of(s, s->ring_h[pos])].ngen ||
-		    !s->shard[dd_shard_of(s, s->ring_h[pos])].gen[*g].f)
+		if (!g)
+			goto out;
+		d = &s->shard[dd_shard_of(s, s->ring_h[pos])];
+		if ((uint8_t)(*g - (uint8_t)d->trimmed) >= chain_filters(d->chain))
 			goto out;
 		s->ring_g[pos] = *g;
 		n++;
@@ -767,14 +713,20 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 	if (r.off != r.len)
 		goto out;
 	if (s->horizon) {
+		struct admit_chain_info info;
 		uint64_t items = 0;
 
-		for (unsigned i = 0; i < s->nshards; i++)
-			for (unsigned g = 0; g < s->shard[i].ngen; g++)
-				items += s->shard[i].gen[g].live;
+		for (unsigned i = 0; i < s->nshards; i++) {
+			admit_chain_info(s->shard[i].chain, &info);
+			items += info.items;
+		}
 		if (items != n)
 			goto out;
 	}
+	/* As saved; main.c sets it for this run. */
+	st = dd_seen_set_grow(s, s->grow);
+	if (st != ADMIT_OK)
+		goto out;
 	*out = s;
 	s = NULL;
 	st = ADMIT_OK;

@@ -5,7 +5,8 @@
 #
 # False drops (a new key taken for a seen one) are the only difference
 # allowed.  Their bound: each new key's lookup matches in a filter with
-# probability <= 8 / (2^f - 1) (two buckets of four slots, load <= 1), summed
+# probability <= 8 / (2^f - 2) (two buckets of four slots, load <= 1, a
+# fingerprint one of 2^f - 1 values, one twice as likely), summed
 # over the filters of its chain; a count with mean mu <= B exceeds
 # B + 4 sqrt(B) + 5 with probability below 1e-4 (Poisson tail).  Seeds are
 # fixed, so every run is the same run.
@@ -30,7 +31,7 @@ expect() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi;
 # bound NEWKEYS CHAIN FPBITS -> the allowed false-drop count
 bound() {
 	awk -v n="$1" -v k="$2" -v f="$3" 'BEGIN {
-		b = n * k * 8 / (2 ^ f - 1); printf "%d\n", b + 4 * sqrt(b) + 5 }'
+		b = n * k * 8 / (2 ^ f - 2); printf "%d\n", b + 4 * sqrt(b) + 5 }'
 }
 # subseq REF OURS: lines of OURS that are not in REF after the previous one
 # (REF's lines are distinct); 0 means OURS = REF minus some lines
@@ -90,6 +91,20 @@ expect "--window: -j 8 identical to -j 1" cmp -s "$tmp/w1" "$tmp/w8"
 ndiff=$(diff "$tmp/wref" "$tmp/w1" | grep -c '^[<>]')
 lim=$(awk -v n="$(lines "$tmp/wref")" 'BEGIN { b = n * 1e-5; printf "%d\n", 2 * (b + 4 * sqrt(b) + 5) }')
 expect "--window 5000 matches the exact window: $ndiff lines differ <= $lim" [ "$ndiff" -le "$lim" ]
+# A small --capacity grows the chain while the window fills; keys leave it
+# oldest first, so the emptied older filters are freed (admit_chain_trim):
+# the chain ends short though it grew, and answers stay exact.
+"$dd" -j 1 --seed 3 --window 5000 --fpr 1e-5 --capacity 200 --stats \
+	"$tmp/wtext" >"$tmp/wt1" 2>"$tmp/wt1.err"
+"$dd" -j 8 --seed 3 --window 5000 --fpr 1e-5 --capacity 200 "$tmp/wtext" >"$tmp/wt8"
+expect "--window, chain grown and trimmed: -j 8 identical to -j 1" cmp -s "$tmp/wt1" "$tmp/wt8"
+grown=$(sed -n 's/.*, \([0-9]*\) grown;.*/\1/p' "$tmp/wt1.err")
+chain=$(sed -n 's/.*longest chain \([0-9]*\),.*/\1/p' "$tmp/wt1.err")
+expect "--window frees the filters it emptied ($grown grown, chain of $chain left)" \
+	[ "${grown:-0}" -ge 4 -a "${chain:-99}" -le 2 ]
+ndiff=$(diff "$tmp/wref" "$tmp/wt1" | grep -c '^[<>]')
+expect "--window 5000 grown and trimmed matches the exact window: $ndiff lines differ <= $lim" \
+	[ "$ndiff" -le "$lim" ]
 # a window of 1 and 2: batches of one line, every branch of the expiry
 printf 'a\na\nb\na\nb\nb\nc\na\n' | "$dd" --window 1 -j 2 >"$tmp/w1l"
 expect "--window 1" [ "$(tr '\n' ' ' <"$tmp/w1l")" = "a b a b c a " ]
@@ -149,8 +164,17 @@ tail -n +$((half + 1)) "$tmp/wtext" >"$tmp/wpart2"
 "$dd" --load "$tmp/wstate" "$tmp/wpart2" >"$tmp/wp2"
 ndiff=$(diff <(cat "$tmp/wp1" "$tmp/wp2") "$tmp/w1" | grep -c '^[<>]')
 expect "--save/--load keep the window ring ($ndiff lines differ)" [ "$ndiff" -le 4 ]
+"$dd" --seed 3 --window 5000 --fpr 1e-5 --capacity 200 --save "$tmp/wtstate" \
+	"$tmp/wpart1" >"$tmp/wtp1"
+"$dd" --load "$tmp/wtstate" "$tmp/wpart2" >"$tmp/wtp2"
+ndiff=$(diff <(cat "$tmp/wtp1" "$tmp/wtp2") "$tmp/wt1" | grep -c '^[<>]')
+expect "--save/--load keep a chain the window trimmed ($ndiff lines differ)" [ "$ndiff" -le 4 ]
 "$dd" --load "$tmp/wstate" --window 6000 </dev/null 2>"$tmp/err"
 expect "--load with another --window is refused" [ $? -eq 2 ]
+printf 'ADMITDD1\001\000\000\000\000\000\000\000\000\000\000\000' >"$tmp/v1"
+"$dd" --load "$tmp/v1" </dev/null 2>"$tmp/err"
+expect "a state file of format 1 (before 0.2.0): exit 2, says so" \
+	[ $? -eq 2 -a -n "$(grep 'state format 1' "$tmp/err")" ]
 head -c 1000 "$tmp/state" >"$tmp/trunc"
 "$dd" --load "$tmp/trunc" </dev/null 2>"$tmp/err"
 expect "truncated state: exit 2, clear message" \
