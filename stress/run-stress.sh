@@ -61,6 +61,13 @@ if [ "$fuzz" != 0 ] && [ -x "$b/fuzz/fuzz_api" ] && [ -x "$b/fuzz/fuzz_snapshot"
 	verdict fuzz_snapshot "$logs/fuzz_snapshot.log" $? '^stat::number_of_executed_units'
 	wait "$p2"
 	verdict fuzz_api "$logs/fuzz_api.log" $? '^stat::number_of_executed_units'
+	if [ -x "$b/fuzz/fuzz_chain" ]; then
+		mkdir -p "$logs/corpus-chain"
+		"$b/fuzz/fuzz_chain" -max_total_time="$fuzz" -timeout=10 \
+			-print_final_stats=1 -artifact_prefix="$logs/crash-chain-" \
+			"$logs/corpus-chain" >"$logs/fuzz_chain.log" 2>&1
+		verdict fuzz_chain "$logs/fuzz_chain.log" $? '^stat::number_of_executed_units'
+	fi
 elif [ "$fuzz" = 0 ]; then
 	echo "SKIP fuzz_snapshot, fuzz_api: FUZZ_SECONDS=0"
 else
