@@ -33,7 +33,7 @@
  * process stays within --memory (items, as admit_lru charges them) + 32
  * bytes per item stored with an expiry time or by a read-modify-write
  * command (store.h) + --conn-memory + --max-conns x (allowance + about
- * 1 KiB) + one --max-item buffer per thread.
+ * 1 KiB).
  */
 #include "config.h"  /* first: it defines _GNU_SOURCE */
 
