@@ -1000,17 +1000,29 @@ static struct entry *entry_new(uint64_t h, const void *key, size_t klen,
 static bool set_locked(struct admit_lru *c, struct shard *s, struct entry *e,
                        struct entry *old, _Atomic(struct entry *) *p);
 
-enum admit_status
-admit_lru_set_hashed(struct admit_lru *c, uint64_t h, const void *key,
-                     size_t klen, const void *value, size_t vlen)
+/* Copies a value given in parts (admit_lru_set_parts), one after another,
+ * to dst. */
+static void
+copy_parts(unsigned char *dst, const struct admit_lru_part *parts, size_t nparts)
+{
+	for (size_t i = 0; i < nparts; i++) {
+		if (parts[i].len)
+			memcpy(dst, parts[i].data, parts[i].len);
+		dst += parts[i].len;
+	}
+}
+
+/* A set without expiry of the vlen bytes of parts; the caller checked the
+ * arguments. */
+static enum admit_status
+set_plain(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
+          const struct admit_lru_part *parts, size_t nparts, size_t vlen)
 {
 	struct shard *s;
 	struct entry *e, *old;
 	_Atomic(struct entry *) *p;
 	bool kept;
 
-	if (!c || !admit_key_ok(key, klen) || (!value && vlen))
-		return ADMIT_EINVAL;
 	if (klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4)
 		return ADMIT_ETOOBIG;
 	s = shard_of(c, h);
@@ -1019,8 +1031,7 @@ admit_lru_set_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	e = entry_new(h, key, klen, vlen, false);
 	if (!e)
 		return ADMIT_NOMEM;
-	if (vlen)
-		memcpy(e->data + klen, value, vlen);
+	copy_parts(e->data + klen, parts, nparts);
 	/* Before the contest, so the candidate's own request counts. */
 	if (c->tlfu)
 		admit_tinylfu_record_hash(c->tlfu, h);
@@ -1035,6 +1046,17 @@ admit_lru_set_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	kept = set_locked(c, s, e, old, p);
 	pthread_mutex_unlock(&s->mu);
 	return kept ? ADMIT_OK : ADMIT_REJECTED;
+}
+
+enum admit_status
+admit_lru_set_hashed(struct admit_lru *c, uint64_t h, const void *key,
+                     size_t klen, const void *value, size_t vlen)
+{
+	struct admit_lru_part one = { value, vlen };
+
+	if (!c || !admit_key_ok(key, klen) || (!value && vlen))
+		return ADMIT_EINVAL;
+	return set_plain(c, h, key, klen, &one, 1, vlen);
 }
 
 /*
@@ -1357,20 +1379,18 @@ admit_lru_now(const struct admit_lru *c)
 	return c ? now_of(c) : 0;
 }
 
-enum admit_status
-admit_lru_set_expiring_hashed(struct admit_lru *c, uint64_t h, const void *key,
-                              size_t klen, const void *value, size_t vlen,
-                              uint64_t expires_at)
+/* A set of the vlen bytes of parts expiring at expires_at (not 0); the
+ * caller checked the arguments. */
+static enum admit_status
+set_timed(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
+          const struct admit_lru_part *parts, size_t nparts, size_t vlen,
+          uint64_t expires_at)
 {
 	struct shard *s;
 	struct entry *e, *old;
 	_Atomic(struct entry *) *p;
 	bool kept;
 
-	if (!c || !admit_key_ok(key, klen) || (!value && vlen))
-		return ADMIT_EINVAL;
-	if (expires_at == 0)
-		return admit_lru_set_hashed(c, h, key, klen, value, vlen);
 	if (klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4)
 		return ADMIT_ETOOBIG;
 	s = shard_of(c, h);
@@ -1384,8 +1404,7 @@ admit_lru_set_expiring_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	e = entry_new(h, key, klen, vlen, true);
 	if (!e)
 		return ADMIT_NOMEM;
-	if (vlen)
-		memcpy(e->data + klen, value, vlen);
+	copy_parts(e->data + klen, parts, nparts);
 	simulate(c, h, c->by_bytes ? charge_of(klen, vlen) : 1, true);  /* a set */
 	shard_lock(c, s);
 	/* The wheel is advanced before e joins it: advancing may remove what
@@ -1404,6 +1423,54 @@ admit_lru_set_expiring_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	kept = set_locked(c, s, e, old, p);
 	pthread_mutex_unlock(&s->mu);
 	return kept ? ADMIT_OK : ADMIT_REJECTED;
+}
+
+enum admit_status
+admit_lru_set_expiring_hashed(struct admit_lru *c, uint64_t h, const void *key,
+                              size_t klen, const void *value, size_t vlen,
+                              uint64_t expires_at)
+{
+	struct admit_lru_part one = { value, vlen };
+
+	if (!c || !admit_key_ok(key, klen) || (!value && vlen))
+		return ADMIT_EINVAL;
+	if (expires_at == 0)
+		return set_plain(c, h, key, klen, &one, 1, vlen);
+	return set_timed(c, h, key, klen, &one, 1, vlen, expires_at);
+}
+
+enum admit_status
+admit_lru_set_parts_hashed(struct admit_lru *c, uint64_t h, const void *key,
+                           size_t klen, const struct admit_lru_part *parts,
+                           size_t nparts, uint64_t expires_at)
+{
+	size_t vlen = 0;
+
+	if (!c || !admit_key_ok(key, klen) || (!parts && nparts))
+		return ADMIT_EINVAL;
+	for (size_t i = 0; i < nparts; i++)
+		if (!parts[i].data && parts[i].len)
+			return ADMIT_EINVAL;
+	/* The sum, without wrapping: past SIZE_MAX / 4 is too big anyway. */
+	for (size_t i = 0; i < nparts; i++) {
+		if (parts[i].len > SIZE_MAX / 4 - vlen)
+			return ADMIT_ETOOBIG;
+		vlen += parts[i].len;
+	}
+	if (expires_at == 0)
+		return set_plain(c, h, key, klen, parts, nparts, vlen);
+	return set_timed(c, h, key, klen, parts, nparts, vlen, expires_at);
+}
+
+enum admit_status
+admit_lru_set_parts(struct admit_lru *c, const void *key, size_t klen,
+                    const struct admit_lru_part *parts, size_t nparts,
+                    uint64_t expires_at)
+{
+	if (!c || !admit_key_ok(key, klen))
+		return ADMIT_EINVAL;
+	return admit_lru_set_parts_hashed(c, hash_key(c, key, klen), key, klen,
+	                                  parts, nparts, expires_at);
 }
 
 enum admit_status

@@ -1,7 +1,7 @@
 /*
  * Unit tests for the embedders' admit_lru calls (include/admit/lru.h, the
- * block after admit_lru_stats): peek, get_with, compute, the hashed calls
- * and per-entry expiry.  Linked against libadmit.la, so each test also shows
+ * block after admit_lru_stats): peek, get_with, compute, the hashed calls,
+ * per-entry expiry and set_parts.  Linked against libadmit.la, so each test also shows
  * the name is exported.  Seeds are fixed.
  */
 #include <check.h>
@@ -763,6 +763,87 @@ START_TEST(test_expiry_bad_args)
 }
 END_TEST
 
+/* ---- a value in parts --------------------------------------------------------- */
+
+START_TEST(test_set_parts_bad_args)
+{
+	struct admit_lru *c = make_timed(10, 1000, ADMIT_LRU_ADAPTIVE, 1);
+	uint64_t h = admit_lru_hash(c, "k", 1);
+	struct admit_lru_part ok[1] = { { "v", 1 } };
+	struct admit_lru_part null_data[2] = { { "v", 1 }, { NULL, 1 } };
+	struct admit_lru_part huge[2] = { { "v", SIZE_MAX / 4 }, { "w", 1 } };
+	struct admit_lru_part wrap[3] = { { "a", SIZE_MAX / 2 }, { "b", SIZE_MAX / 2 },
+	                                  { "c", 4 } };
+	struct admit_lru_part big[2] = { { "v", 600 }, { "w", 600 } };
+
+	ck_assert_int_eq(admit_lru_set_parts(NULL, "k", 1, ok, 1, 0), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set_parts(c, NULL, 1, ok, 1, 0), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set_parts(c, "k", 1, NULL, 1, 0), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set_parts(c, "k", 1, null_data, 2, 0), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set_parts(c, "k", 1, null_data, 2, T0 + SEC),
+	                 ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set_parts_hashed(NULL, h, "k", 1, ok, 1, 0), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set_parts_hashed(c, h, NULL, 1, ok, 1, 0), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_set_parts_hashed(c, h, "k", 1, NULL, 2, 0), ADMIT_EINVAL);
+	/* Lengths past SIZE_MAX / 4 in sum, or wrapping: never read. */
+	ck_assert_int_eq(admit_lru_set_parts(c, "k", 1, huge, 2, 0), ADMIT_ETOOBIG);
+	ck_assert_int_eq(admit_lru_set_parts(c, "k", 1, wrap, 3, 0), ADMIT_ETOOBIG);
+	ck_assert_int_eq(admit_lru_set_parts_hashed(c, h, "k", 1, wrap, 3, T0 + SEC),
+	                 ADMIT_ETOOBIG);
+	/* Each part fits the 1000-byte shard, not their sum. */
+	ck_assert_int_eq(admit_lru_set_parts(c, "k", 1, big, 1, 0), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_set_parts(c, "k", 1, big, 2, 0), ADMIT_ETOOBIG);
+	ck_assert_int_eq(admit_lru_set_parts(c, "k", 1, big, 2, T0 + SEC), ADMIT_ETOOBIG);
+	ck_assert_uint_eq(stats(c).entries, 1);
+	ck_assert_uint_eq(stats(c).bytes, 1 + 600 + ADMIT_LRU_ENTRY_OVERHEAD);
+	admit_lru_free(c);
+}
+END_TEST
+
+/* The parts, one after another, are the value; with or without expiry, as
+ * admit_lru_set_expiring. */
+START_TEST(test_set_parts)
+{
+	struct admit_lru *c = make_timed(100, 0, ADMIT_LRU_ADAPTIVE, 2);
+	struct admit_lru_part hdr[4] = { { "hea", 3 }, { NULL, 0 }, { "der", 3 },
+	                                 { "-data", 5 } };
+	struct admit_lru_part other[2] = { { "x", 1 }, { "yz", 2 } };
+	struct admit_lru_stats st;
+
+	ck_assert_int_eq(admit_lru_set_parts(c, "k", 1, hdr, 4, 0), ADMIT_OK);
+	ck_assert(value_is(c, "k", "header-data"));
+	ck_assert_int_eq(admit_lru_set_parts(c, "e", 1, NULL, 0, 0), ADMIT_OK);
+	ck_assert(value_is(c, "e", ""));
+	/* Hashed, over an existing key; read back by the plain calls. */
+	ck_assert_int_eq(admit_lru_set_parts_hashed(c, admit_lru_hash(c, "k", 1), "k", 1,
+	                                            other, 2, 0), ADMIT_OK);
+	ck_assert(value_is(c, "k", "xyz"));
+	ck_assert_uint_eq(stats(c).bytes, 1 + 3 + 1 + 0 + 2 * ADMIT_LRU_ENTRY_OVERHEAD);
+
+	/* Expiring: visible until its time, then absent and reclaimed. */
+	ck_assert_int_eq(admit_lru_set_parts(c, "t", 1, hdr, 4, T0 + 10 * SEC), ADMIT_OK);
+	atomic_store(&fake_now, T0 + 10 * SEC - 1);
+	ck_assert(value_is(c, "t", "header-data"));
+	atomic_store(&fake_now, T0 + 10 * SEC);
+	ck_assert(value_is(c, "t", NULL));
+	ck_assert_int_eq(admit_lru_expire(c), ADMIT_OK);
+	st = stats(c);
+	ck_assert_uint_eq(st.entries, 2);
+	ck_assert_uint_eq(st.expired, 1);
+	/* A time already past removes the key; 0 over a timed entry drops
+	 * its time. */
+	ck_assert_int_eq(admit_lru_set_parts(c, "k", 1, hdr, 4, T0), ADMIT_OK);
+	ck_assert(value_is(c, "k", NULL));
+	ck_assert_int_eq(admit_lru_set_parts(c, "t", 1, other, 2, T0 + 11 * SEC), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_set_parts(c, "t", 1, hdr, 4, 0), ADMIT_OK);
+	atomic_store(&fake_now, T0 + 1000 * SEC);
+	ck_assert_int_eq(admit_lru_expire(c), ADMIT_OK);
+	ck_assert(value_is(c, "t", "header-data"));
+	ck_assert_uint_eq(stats(c).entries, 2);
+	admit_lru_free(c);
+}
+END_TEST
+
 static enum admit_lru_verdict
 note_found(struct admit_lru_update *up, void *arg)
 {
@@ -1027,6 +1108,8 @@ main(void)
 	tcase_add_test(tc, test_expiry_maintenance);
 	tcase_add_test(tc, test_expiry_compute);
 	tcase_add_test(tc, test_expiry_threads);
+	tcase_add_test(tc, test_set_parts_bad_args);
+	tcase_add_test(tc, test_set_parts);
 	suite_add_tcase(s, tc);
 	return test_run(srunner_create(s));
 }

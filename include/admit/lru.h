@@ -429,6 +429,41 @@ enum admit_status admit_lru_set_expiring_hashed(struct admit_lru *c,
                                                 size_t vlen,
                                                 uint64_t expires_at);
 
+/* ---- a value in parts: copied once ------------------------------------ */
+
+/* One piece of a value given in parts: len bytes at data (data may be
+ * NULL when len is 0). */
+struct admit_lru_part {
+	const void *data;
+	size_t len;
+};
+
+/*
+ * admit_lru_set_expiring (expires_at 0 = never, exactly admit_lru_set) of
+ * the value made of the nparts pieces parts[0], parts[1], ... one after
+ * another: each is copied once, straight into the new entry, so a caller
+ * that puts a header of its own in front of a payload (a server's flags
+ * and CAS unique before the data it received) needs no staging buffer.
+ * The cache keeps no pointer to parts or their bytes.  Returns and errors
+ * as admit_lru_set_expiring, and ADMIT_EINVAL also for parts NULL with
+ * nparts > 0 or a part whose data is NULL with len > 0; ADMIT_ETOOBIG also
+ * when the lengths add up past SIZE_MAX / 4.  nparts may be 0 (an empty
+ * value).
+ * Thread-safety: any thread; takes the key's shard mutex only.
+ */
+enum admit_status admit_lru_set_parts(struct admit_lru *c, const void *key,
+                                      size_t klen,
+                                      const struct admit_lru_part *parts,
+                                      size_t nparts, uint64_t expires_at);
+
+/* admit_lru_set_parts for a key hashed with admit_lru_hash (see the _hashed
+ * calls above for what h must be). */
+enum admit_status admit_lru_set_parts_hashed(struct admit_lru *c, uint64_t h,
+                                             const void *key, size_t klen,
+                                             const struct admit_lru_part *parts,
+                                             size_t nparts,
+                                             uint64_t expires_at);
+
 /*
  * Removes now, from every shard, the entries whose time has come (to
  * within the wheel's tick); their capacity is free at once, their memory

@@ -5,8 +5,13 @@
  * Threads: the main thread sets up, then waits for SIGINT/SIGTERM; each of
  * --threads workers runs its own epoll loop over the one listening socket
  * (EPOLLEXCLUSIVE, so a new connection wakes one worker) and over the
- * connections it accepted, which it alone touches.  Shutdown: main writes an
- * eventfd every worker watches; each closes its connections and returns.
+ * connections it owns, which it alone touches.  The worker that accepts a
+ * connection gives it to the worker with the fewest (round-robin among
+ * equals), through that worker's inbox and eventfd, as memcached's
+ * dispatcher does: accepting where woken would let one worker take a burst
+ * of connections, serving them all on one core while the others idle.
+ * Shutdown: main writes an eventfd every worker watches; each closes its
+ * connections and returns.
  *
  * Limits, so one client cannot harm the others: a request line longer than
  * --max-line closes the connection after an error, except a get's, whose
@@ -28,7 +33,7 @@
  * process stays within --memory (items, as admit_lru charges them) + 32
  * bytes per item stored with an expiry time or by a read-modify-write
  * command (store.h) + --conn-memory + --max-conns x (allowance + about
- * 1 KiB) + one --max-item buffer per thread.
+ * 1 KiB).
  */
 #include "config.h"  /* first: it defines _GNU_SOURCE */
 
@@ -36,6 +41,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -91,6 +97,13 @@ struct worker {
 	pthread_t tid;
 	int epfd;
 	struct conn *conns;
+	/* Connections given to this worker by the one that accepted them:
+	 * pushed under inbox_mu, then wakefd (an eventfd this worker watches;
+	 * its address is the epoll cookie) is written. */
+	int wakefd;
+	pthread_mutex_t inbox_mu;
+	struct conn *inbox;
+	atomic_uint nconns;      /* owned or in the inbox; see pick_worker */
 	struct cached_scratch scratch;
 	struct counters ctr;
 };
@@ -105,6 +118,7 @@ struct server {
 	atomic_size_t pool_used;   /* bytes of --conn-memory charged */
 	size_t pool_max;
 	time_t started;
+	atomic_uint next_worker;   /* where pick_worker starts looking */
 	int tag_listen, tag_stop;  /* epoll cookies; their addresses matter */
 };
 
@@ -263,6 +277,23 @@ struct value_out {
 	bool refused;
 };
 
+/* Writes " " and v in decimal at p; returns the end.  (vsnprintf cost more
+ * than the rest of a hit's user time.) */
+static char *
+put_num(char *p, uint64_t v)
+{
+	char tmp[20];
+	int n = 0;
+
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	*p++ = ' ';
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
 /*
  * Writes one hit's VALUE block into the connection's output buffer: the
  * item's data is copied once, straight from the cache (it runs inside
@@ -276,20 +307,25 @@ write_value(const struct cached_item *it, void *arg)
 	struct value_out *v = arg;
 	struct conn *c = v->c;
 
-	/* "VALUE " key " flags bytes cas\r\n" data "\r\n" */
-	if (!out_reserve(c, 6 + v->klen + 64 + it->len + 2, false)) {
+	char *p;
+
+	/* "VALUE " key " flags bytes cas\r\n" data "\r\n": the numbers
+	 * take at most 3 x 21 bytes. */
+	if (!out_reserve(c, 6 + v->klen + 3 * 21 + 2 + it->len + 2, false)) {
 		v->refused = true;
 		return;
 	}
-	out_str(c, "VALUE ");
-	out_bytes(c, v->key, v->klen);
+	p = c->out + c->out_len;
+	memcpy(p, "VALUE ", 6);
+	memcpy(p + 6, v->key, v->klen);
+	p = put_num(p + 6 + v->klen, it->flags);
+	p = put_num(p, it->len);
 	if (c->gets)
-		out_fmt(c, " %" PRIu32 " %zu %" PRIu64 "\r\n", it->flags,
-		        it->len, it->cas);
-	else
-		out_fmt(c, " %" PRIu32 " %zu\r\n", it->flags, it->len);
-	out_bytes(c, it->data, it->len);
-	out_str(c, "\r\n");
+		p = put_num(p, it->cas);
+	memcpy(p, "\r\n", 2);
+	memcpy(p + 2, it->data, it->len);
+	memcpy(p + 2 + it->len, "\r\n", 2);
+	c->out_len = (size_t)(p + 4 + it->len - c->out);
 }
 
 /*
@@ -692,24 +728,35 @@ process(struct conn *c)
 
 /* ---- connections and the event loop ------------------------------------- */
 
+/* Closes and frees a connection that is in no epoll set and no list. */
+static void
+conn_free(struct conn *c)
+{
+	struct worker *w = c->w;
+
+	close(c->fd);
+	atomic_fetch_sub(&w->srv->curr_conns, 1);
+	/* relaxed: see pick_worker */
+	atomic_fetch_sub_explicit(&w->nconns, 1, memory_order_relaxed);
+	budget(c, 0, 0, true);
+	free(c->in);
+	free(c->out);
+	free(c);
+}
+
 static void
 conn_close(struct conn *c)
 {
 	struct worker *w = c->w;
 
 	epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	close(c->fd);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
 		w->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	atomic_fetch_sub(&w->srv->curr_conns, 1);
-	budget(c, 0, 0, true);
-	free(c->in);
-	free(c->out);
-	free(c);
+	conn_free(c);
 }
 
 static void
@@ -864,6 +911,85 @@ conn_io(struct conn *c, uint32_t events)
 	return true;
 }
 
+/*
+ * The worker a new connection goes to: the one with the fewest, looking
+ * from a rotating start so that equals take turns.  Relaxed loads and
+ * updates of nconns: it is a hint for balance, ordering nothing; a stale
+ * count only places one connection less well.
+ */
+static struct worker *
+pick_worker(struct server *srv)
+{
+	unsigned n = srv->opt.threads;
+	unsigned start = atomic_fetch_add_explicit(&srv->next_worker, 1,
+	                                           memory_order_relaxed) % n;
+	unsigned best = start, least = UINT_MAX;
+
+	for (unsigned i = 0; i < n; i++) {
+		unsigned j = (start + i) % n;
+		unsigned k = atomic_load_explicit(&srv->workers[j].nconns,
+		                                  memory_order_relaxed);
+
+		if (k < least) {
+			least = k;
+			best = j;
+		}
+	}
+	return &srv->workers[best];
+}
+
+/* Puts a connection given to its worker into its epoll set and list; run
+ * by that worker. */
+static void
+conn_attach(struct conn *c)
+{
+	struct worker *w = c->w;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+
+	c->want_in = true;
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
+		conn_free(c);
+		return;
+	}
+	c->prev = NULL;
+	c->next = w->conns;
+	if (w->conns)
+		w->conns->prev = c;
+	w->conns = c;
+	add(&w->ctr.total_conns, 1);
+}
+
+/* Takes the connections other workers gave this one. */
+static void
+take_inbox(struct worker *w)
+{
+	struct conn *c, *next;
+	uint64_t n;
+
+	(void)!read(w->wakefd, &n, sizeof(n));  /* reset the eventfd */
+	pthread_mutex_lock(&w->inbox_mu);
+	c = w->inbox;
+	w->inbox = NULL;
+	pthread_mutex_unlock(&w->inbox_mu);
+	for (; c; c = next) {
+		next = c->next;
+		conn_attach(c);
+	}
+}
+
+/* Gives c to its worker t, which is not the caller. */
+static void
+hand_over(struct worker *t, struct conn *c)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&t->inbox_mu);
+	c->next = t->inbox;
+	t->inbox = c;
+	pthread_mutex_unlock(&t->inbox_mu);
+	(void)!write(t->wakefd, &one, sizeof(one));
+}
+
 static void
 accept_all(struct worker *w)
 {
@@ -871,7 +997,7 @@ accept_all(struct worker *w)
 
 	for (;;) {
 		int fd = accept4(srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct epoll_event ev;
+		struct worker *t;
 		struct conn *c;
 		int one = 1;
 
@@ -898,24 +1024,15 @@ accept_all(struct worker *w)
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c->fd = fd;
-		c->w = w;
 		c->in_cap = IN_MIN;
 		c->last_progress = time(NULL);
-		ev.events = EPOLLIN;
-		ev.data.ptr = c;
-		c->want_in = true;
-		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-			free(c->in);
-			free(c);
-			atomic_fetch_sub(&srv->curr_conns, 1);
-			close(fd);
-			continue;
-		}
-		c->next = w->conns;
-		if (w->conns)
-			w->conns->prev = c;
-		w->conns = c;
-		add(&w->ctr.total_conns, 1);
+		t = pick_worker(srv);
+		c->w = t;
+		atomic_fetch_add_explicit(&t->nconns, 1, memory_order_relaxed);
+		if (t == w)
+			conn_attach(c);
+		else
+			hand_over(t, c);
 	}
 }
 
@@ -956,6 +1073,10 @@ worker_main(void *arg)
 				goto out;
 			if (p == &srv->tag_listen) {
 				accept_all(w);
+				continue;
+			}
+			if (p == &w->wakefd) {
+				take_inbox(w);
 				continue;
 			}
 			if (!conn_io(p, evs[i].events))
@@ -1139,7 +1260,7 @@ main(int argc, char **argv)
 	struct server srv = { 0 };
 	struct epoll_event ev;
 	sigset_t sigs;
-	unsigned started = 0;
+	unsigned started = 0, ready = 0;
 	int sig, status = 1;
 	uint64_t one = 1;
 
@@ -1167,23 +1288,43 @@ main(int argc, char **argv)
 	srv.workers = calloc(srv.opt.threads, sizeof(*srv.workers));
 	if (srv.lfd < 0 || srv.stopfd < 0 || !srv.workers)
 		goto out;
-	for (; started < srv.opt.threads; started++) {
-		struct worker *w = &srv.workers[started];
+	/* Every worker is ready before any starts: the first to accept may
+	 * give a connection to any other. */
+	for (; ready < srv.opt.threads; ready++) {
+		struct worker *w = &srv.workers[ready];
 
 		w->srv = &srv;
+		pthread_mutex_init(&w->inbox_mu, NULL);
+		atomic_init(&w->nconns, 0);
 		w->epfd = epoll_create1(EPOLL_CLOEXEC);
-		if (w->epfd < 0 || cached_scratch_init(&w->scratch, srv.store))
+		w->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (w->epfd < 0 || w->wakefd < 0 ||
+		    cached_scratch_init(&w->scratch, srv.store)) {
+			ready++;
 			goto stop;
+		}
 		ev.events = EPOLLIN | EPOLLEXCLUSIVE;
 		ev.data.ptr = &srv.tag_listen;
-		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, srv.lfd, &ev) < 0)
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, srv.lfd, &ev) < 0) {
+			ready++;
 			goto stop;
+		}
 		ev.events = EPOLLIN;
 		ev.data.ptr = &srv.tag_stop;
-		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, srv.stopfd, &ev) < 0 ||
-		    pthread_create(&w->tid, NULL, worker_main, w))
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, srv.stopfd, &ev) < 0) {
+			ready++;
 			goto stop;
+		}
+		ev.data.ptr = &w->wakefd;
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wakefd, &ev) < 0) {
+			ready++;
+			goto stop;
+		}
 	}
+	for (; started < srv.opt.threads; started++)
+		if (pthread_create(&srv.workers[started].tid, NULL, worker_main,
+		                   &srv.workers[started]))
+			goto stop;
 	fprintf(stderr, "admit-cached: listening on %s port %s, %u threads, "
 	        "%" PRIu64 " MiB, admission %s\n", srv.opt.listen, srv.opt.port,
 	        srv.opt.threads, srv.opt.memory_mb,
@@ -1200,10 +1341,22 @@ stop:
 	(void)!write(srv.stopfd, &one, sizeof(one));
 	for (unsigned t = 0; t < started; t++)
 		pthread_join(srv.workers[t].tid, NULL);
-	for (unsigned t = 0; t < srv.opt.threads && srv.workers; t++) {
-		if (srv.workers[t].epfd > 0)
-			close(srv.workers[t].epfd);
-		cached_scratch_free(&srv.workers[t].scratch);
+	for (unsigned t = 0; t < ready; t++) {
+		struct worker *w = &srv.workers[t];
+
+		/* Connections given to a worker that had already stopped. */
+		while (w->inbox) {
+			struct conn *c = w->inbox;
+
+			w->inbox = c->next;
+			conn_free(c);
+		}
+		if (w->epfd >= 0)
+			close(w->epfd);
+		if (w->wakefd >= 0)
+			close(w->wakefd);
+		pthread_mutex_destroy(&w->inbox_mu);
+		cached_scratch_free(&w->scratch);
 	}
 out:
 	free(srv.workers);

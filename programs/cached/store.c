@@ -157,22 +157,16 @@ int
 cached_scratch_init(struct cached_scratch *s, struct cached_store *st)
 {
 	s->slot = atomic_fetch_add(&st->nslots, 1);
-	s->write = NULL;
+	s->lru = NULL;
 	if (s->slot >= MAX_SLOTS)
 		return EMFILE;
-	s->lru = NULL;
-	s->cap = HDR + st->max_item;
-	s->write = malloc(s->cap);
-	if (!s->write)
-		return ENOMEM;
 	return 0;
 }
 
 void
 cached_scratch_free(struct cached_scratch *s)
 {
-	free(s->write);
-	s->write = NULL;
+	s->lru = NULL;  /* it owns no memory */
 }
 
 /*
@@ -540,6 +534,8 @@ cached_store_update(struct cached_store *st, struct cached_scratch *s,
                     const struct cached_req *req, const char *data)
 {
 	size_t n = (size_t)req->bytes;
+	char hdr[HDR];
+	struct admit_lru_part parts[2] = { { hdr, HDR }, { data, 0 } };
 	uint64_t h;
 	enum admit_status rc;
 
@@ -547,15 +543,13 @@ cached_store_update(struct cached_store *st, struct cached_scratch *s,
 		return CACHED_TOO_LARGE;
 	if (req->cmd != CACHED_SET)
 		return compute(st, s, req, data, NULL);
-	/* A set reads nothing: one admit_lru_set of the item built in
-	 * s->write. */
+	/* A set reads nothing: one admit_lru_set_parts of the header and
+	 * the data, each copied once, straight into the entry. */
+	hdr_put(hdr, atomic_fetch_add(&st->cas_seq, 1) + 1, req->flags);
+	parts[1].len = n;
 	h = begin(st, s, req->key, req->klen);
-	hdr_put(s->write, atomic_fetch_add(&st->cas_seq, 1) + 1, req->flags);
-	if (n)
-		memcpy(s->write + HDR, data, n);
-	rc = admit_lru_set_expiring_hashed(s->lru, h, req->key, req->klen,
-	                                   s->write, HDR + n,
-	                                   expires_at(s->lru, req->exptime));
+	rc = admit_lru_set_parts_hashed(s->lru, h, req->key, req->klen, parts, 2,
+	                                expires_at(s->lru, req->exptime));
 	hz_release(st, s);
 	switch (rc) {
 	case ADMIT_OK:

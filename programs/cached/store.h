@@ -17,8 +17,9 @@
  * expired items from every shard once a second (admit_lru_expire).
  * Memory: --memory for the items as admit_lru charges them, plus 32 bytes
  * per item stored with an expiry time or by a read-modify-write command
- * (admit_lru does not charge them) and one item-sized buffer per thread
- * (struct cached_scratch).
+ * (admit_lru does not charge them).  A set's header and data go to
+ * admit_lru_set_parts, copied once, from the connection's buffer straight
+ * into the entry.
  */
 #ifndef CACHED_STORE_H
 #define CACHED_STORE_H
@@ -60,10 +61,8 @@ enum cached_lookup { CACHED_HIT, CACHED_MISS, CACHED_EXPIRED, CACHED_FLUSHED };
  */
 typedef void (*cached_reader_t)(const struct cached_item *it, void *arg);
 
-/* Per-thread scratch space: a set's value (header + data) is built here. */
+/* Per-thread state of the store's calls. */
 struct cached_scratch {
-	char *write;
-	size_t cap;
 	unsigned slot;           /* its hazard slot in the store */
 	struct admit_lru *lru;   /* the cache the current command uses */
 };
@@ -77,8 +76,8 @@ int cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
                      struct cached_store **out);
 void cached_store_free(struct cached_store *st);
 /* One scratch per thread that calls the functions below; each takes a
- * hazard slot of the store (at most 1023 threads).  Errors: ENOMEM,
- * EMFILE (no slot left). */
+ * hazard slot of the store (at most 1023 threads).  Errors: EMFILE (no
+ * slot left). */
 int cached_scratch_init(struct cached_scratch *s, struct cached_store *st);
 void cached_scratch_free(struct cached_scratch *s);
 

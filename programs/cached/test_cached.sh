@@ -156,6 +156,42 @@ else
 	fail "concurrent incr: got $(head -c 100 "$tmp/count")"
 fi
 
+# -- placement: connections that arrive together are spread over the
+# workers (each worker's epoll set, in /proc/PID/fdinfo, holds the listening
+# socket, the stop and wake eventfds, and its connections).  The server is
+# stopped while 4 clients connect, so one worker wakes to a backlog of 4:
+# it must keep 2 and give 2 to the other, and all 4 must be answered.
+worker_conns() {
+	local f n
+	for f in /proc/"$pid"/fdinfo/*; do
+		n=$(grep -c '^tfd:' "$f" 2>/dev/null) || continue
+		echo $((n - 3))
+	done | sort -n | tr '\n' ' '
+}
+for _ in $(seq 50); do  # the earlier clients' connections close first
+	[ "$(worker_conns)" = "0 0 " ] && break
+	sleep 0.1
+done
+kill -STOP "$pid"
+placed=
+for i in 1 2 3 4; do
+	exec {fd}<>"/dev/tcp/127.0.0.1/$port" && placed="$placed $fd"
+done
+kill -CONT "$pid"
+answered=0
+for fd in $placed; do
+	printf 'version\r\n' >&"$fd"
+	IFS= read -r -t 5 line <&"$fd" && [ "${line#VERSION }" != "$line" ] &&
+		answered=$((answered + 1))
+done
+spread=$(worker_conns)
+for fd in $placed; do exec {fd}>&-; done
+if [ "$spread" = "2 2 " ] && [ "$answered" -eq 4 ]; then
+	ok "4 connections arriving together: 2 per worker, all answered"
+else
+	fail "placement: connections per worker '$spread', $answered of 4 answered"
+fi
+
 # -- clean shutdown
 kill -TERM "$pid"
 wait "$pid"
