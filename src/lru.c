@@ -27,10 +27,16 @@
  *     counters.  A get that finds the ring full takes the mutex,
  *     drains, and applies its own event: no event is ever dropped, so one
  *     thread sees exactly the state changes, in exactly the order, of the
- *     fully locked cache.  The TinyLFU record of a hit stays in get, after
- *     the push, as before after the locked update: the sketch reads nothing
- *     of the shard, and the shard nothing of the sketch but in eviction,
- *     which follows a drain.
+ *     fully locked cache.  The drain also makes the hits' TinyLFU records
+ *     (BP-Wrapper, Ding, Jiang, Zhang, ICDE 2009, as Caffeine does): one
+ *     thread records a batch, its sketch lines prefetched together, instead
+ *     of every get its own.  A shard's contests follow its drain, and
+ *     compare two of its keys, so they see every earlier hit of both; the
+ *     hits of keys the miniature simulation samples are still recorded in
+ *     get, because its contests run outside the shards (recorded_in_get()).
+ *     On one thread the sketch gets the same records in the same order as
+ *     if each were made at its drain, and compute queues its hit's record
+ *     in the ring (EV_RECORD) so that it and get-then-set stay one access.
  *
  * Entry lifetime.  An entry leaves the index and its list under the mutex,
  * is marked dead and put in the shard's limbo; the limbo goes, a batch at a
@@ -83,6 +89,7 @@
 #include "policy.h"
 #include "rcu.h"
 #include "stripe.h"
+#include "tinylfu_internal.h"
 #include "timer_wheel.h"
 
 #define CACHELINE ADMIT_CACHELINE
@@ -111,13 +118,18 @@ struct index {
 	_Atomic(struct entry *) bucket[];
 };
 
-/* One get's access: the entry hit, or NULL for a miss.  seq is the slot's
+/* One access: a get's hit (the entry), a get's miss (0), or, the entry's
+ * address | EV_RECORD, a hit that compute has applied under the mutex and
+ * whose TinyLFU record waits its turn as a get's would.  seq is the slot's
  * turn: pos when free for the push at ring position pos, pos + 1 once that
  * push is written, pos + ADMIT_LRU_RING once drained. */
 struct slot {
 	_Atomic uint64_t seq;
-	_Atomic(struct entry *) e;
+	_Atomic uintptr_t ev;
 };
+
+#define EV_RECORD ((uintptr_t)1)
+_Static_assert(alignof(struct entry) > EV_RECORD, "EV_RECORD is a free bit");
 
 struct ring {
 	alignas(CACHELINE) _Atomic uint64_t tail;  /* next position to push */
@@ -607,10 +619,10 @@ hash_key(const struct admit_lru *c, const void *key, size_t klen)
 
 /* ---- the ring of buffered gets ------------------------------------------ */
 
-/* Queues a get's event (e, or NULL for a miss); false when the ring is full.
- * Lock-free: a failed CAS means another get took the slot. */
+/* Queues an event (struct slot); false when the ring is full.  Lock-free:
+ * a failed CAS means another get took the slot. */
 static bool
-ring_push(struct ring *r, struct entry *e)
+ring_push(struct ring *r, uintptr_t ev)
 {
 	/* relaxed: a slot's seq, not tail, hands the event over; tail only
 	 * picks the slot. */
@@ -628,7 +640,7 @@ ring_push(struct ring *r, struct entry *e)
 			                                          memory_order_relaxed,
 			                                          memory_order_relaxed)) {
 				/* relaxed: published by the release below. */
-				atomic_store_explicit(&sl->e, e, memory_order_relaxed);
+				atomic_store_explicit(&sl->ev, ev, memory_order_relaxed);
 				/* release: pairs with the acquire in drain(). */
 				atomic_store_explicit(&sl->seq, pos + 1, memory_order_release);
 				return true;
@@ -640,6 +652,25 @@ ring_push(struct ring *r, struct entry *e)
 			pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
 		}
 	}
+}
+
+/*
+ * Whether a hit on a key of hash h is recorded in TinyLFU by the get itself
+ * rather than by the drain that applies its event: only for a key the
+ * miniature simulation samples.  The mini caches' contests compare sampled
+ * keys only, and they run in simulate(), outside any shard, so they must
+ * find every earlier hit of those keys already counted, as when all hits
+ * were recorded in get; a hit recorded late, at the next drain of its
+ * shard, would be missing from their evidence for up to a ring's worth of
+ * that shard's gets (below a capacity of ADMIT_MINISIM_MAX_ENTRIES every
+ * key is sampled, and such a lag changed which configuration the
+ * simulation chose on loop and scan).  The shards' own contests need no
+ * such care: both keys of one belong to the shard, whose drain comes first.
+ */
+static inline bool
+recorded_in_get(const struct admit_lru *c, uint64_t h)
+{
+	return c->sim && admit_minisim_sample(h, c->sim_threshold);
 }
 
 /* What the old locked get did after finding (or not finding) its key. */
@@ -654,30 +685,69 @@ apply(struct shard *s, struct entry *e)
 		s->st.misses++;
 }
 
-/* Applies the buffered gets in order, up to the first slot still being
- * written.  With the mutex held. */
+/* A hit's TinyLFU record, unless its get made it.  A dead entry's hash is
+ * still readable: no slot names a freed entry (reclaim()). */
+static inline bool
+record_due(const struct admit_lru *c, const struct entry *e)
+{
+	return e && c->tlfu && !recorded_in_get(c, e->hash);
+}
+
+/*
+ * Applies the buffered gets in order, up to the first slot still being
+ * written, and makes their hits' TinyLFU records (BP-Wrapper: Ding, Jiang,
+ * Zhang, ICDE 2009): one thread, holding the mutex, records a ring's worth
+ * of hits where every get used to record its own, so the sketch's lines
+ * stay with the draining thread instead of bouncing between the getters.
+ * In two passes over up to a ring's worth of events: the first takes them
+ * out of the ring and starts the cache misses of all of them at once (the
+ * entries' list neighbours, the sketch's lines), the second applies them
+ * in order.  With the mutex held.
+ */
 static void
 drain(struct shard *s)
 {
+	struct admit_lru *c = s->c;
 	struct ring *r = &s->ring;
-	uint64_t pos = r->head;
+	uintptr_t ev[ADMIT_LRU_RING];
+	size_t n;
 
-	for (;;) {
-		struct slot *sl = &r->slot[pos & (ADMIT_LRU_RING - 1)];
-		struct entry *e;
+	do {
+		for (n = 0; n < ADMIT_LRU_RING; n++) {
+			struct slot *sl = &r->slot[r->head & (ADMIT_LRU_RING - 1)];
+			struct entry *e;
+			uintptr_t x;
 
-		/* acquire: pairs with the release in ring_push(). */
-		if (atomic_load_explicit(&sl->seq, memory_order_acquire) != pos + 1)
-			break;
-		/* relaxed: ordered by the acquire just above. */
-		e = atomic_load_explicit(&sl->e, memory_order_relaxed);
-		/* release: pairs with the acquire in ring_push(). */
-		atomic_store_explicit(&sl->seq, pos + ADMIT_LRU_RING,
-		                      memory_order_release);
-		pos++;
-		apply(s, e);
-	}
-	r->head = pos;
+			/* acquire: pairs with the release in ring_push(). */
+			if (atomic_load_explicit(&sl->seq, memory_order_acquire) !=
+			    r->head + 1)
+				break;
+			/* relaxed: ordered by the acquire just above. */
+			x = atomic_load_explicit(&sl->ev, memory_order_relaxed);
+			/* release: pairs with the acquire in ring_push().  The
+			 * entry stays allocated while the batch holding it
+			 * waits for the head (reclaim() runs after us). */
+			atomic_store_explicit(&sl->seq, r->head + ADMIT_LRU_RING,
+			                      memory_order_release);
+			r->head++;
+			ev[n] = x;
+			e = (struct entry *)(x & ~EV_RECORD);
+			if (e && !(x & EV_RECORD) && !e->dead) {
+				__builtin_prefetch(e->node.prev, 1);
+				__builtin_prefetch(e->node.next, 1);
+			}
+			if (record_due(c, e))
+				tinylfu_prefetch_hash(c->tlfu, e->hash);
+		}
+		for (size_t i = 0; i < n; i++) {
+			struct entry *e = (struct entry *)(ev[i] & ~EV_RECORD);
+
+			if (!(ev[i] & EV_RECORD))
+				apply(s, e);
+			if (record_due(c, e))
+				admit_tinylfu_record_hash(c->tlfu, e->hash);
+		}
+	} while (n == ADMIT_LRU_RING);
 }
 
 /* Takes the shard's mutex and brings it up to date: the buffered gets
@@ -881,22 +951,26 @@ admit_lru_free(struct admit_lru *c)
 static void
 note_access(struct admit_lru *c, struct shard *s, struct entry *e)
 {
-	if (!ring_push(&s->ring, e)) {
+	if (!ring_push(&s->ring, (uintptr_t)e)) {
+		/* As if pushed and drained at once. */
 		shard_lock(c, s);
 		apply(s, e);
+		if (record_due(c, e))
+			admit_tinylfu_record_hash(c->tlfu, e->hash);
 		pthread_mutex_unlock(&s->mu);
 	}
 }
 
-/* After the read-side section: the simulation's sample and, for a hit, its
- * TinyLFU record (the sketch reads nothing of the shard). */
+/* After the read-side section: the simulation's sample and, for a hit of
+ * a sampled key, its TinyLFU record, after the sample as it always was
+ * (recorded_in_get(); the other hits are recorded by apply()). */
 static enum admit_status
 get_done(struct admit_lru *c, uint64_t h, bool hit)
 {
 	simulate(c, h, 0);
 	if (!hit)
 		return ADMIT_NOTFOUND;
-	if (c->tlfu)
+	if (c->tlfu && recorded_in_get(c, h))
 		admit_tinylfu_record_hash(c->tlfu, h);
 	return ADMIT_OK;
 }
@@ -955,8 +1029,12 @@ admit_lru_set_hashed(struct admit_lru *c, uint64_t h, const void *key,
 		return ADMIT_NOMEM;
 	if (vlen)
 		memcpy(e->data + klen, value, vlen);
-	/* Before the contest, so the candidate's own request counts. */
-	if (c->tlfu)
+	/* Before the contest, so the candidate's own request counts: a key
+	 * the simulation samples before its contests there, as before every
+	 * contest; any other after the drain, as compute records it, so that
+	 * get-then-set and compute keep one order of records (the drained
+	 * hits first). */
+	if (c->tlfu && recorded_in_get(c, h))
 		admit_tinylfu_record_hash(c->tlfu, h);
 	/* The weight, for byte capacities; and a key a mini cache turned
 	 * away at the get that missed gets a second contest there, as the
@@ -964,6 +1042,8 @@ admit_lru_set_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	simulate(c, h, c->by_bytes ? charge_of(klen, vlen) : 1);
 
 	shard_lock(c, s);
+	if (c->tlfu && !recorded_in_get(c, h))
+		admit_tinylfu_record_hash(c->tlfu, h);
 	expire_due(c, s);
 	old = find_live(c, s, h, key, klen, &p);
 	kept = set_locked(c, s, e, old, p);
@@ -1365,6 +1445,21 @@ admit_lru_expire(struct admit_lru *c)
 
 /* ---- compute ------------------------------------------------------------- */
 
+/* The TinyLFU record of compute's hit on e, which compute applies itself
+ * under the mutex: queued behind the gets already in the ring, to be made
+ * by the drain that would make a get's (so that compute and get-then-set
+ * leave one sketch).  Mutex held, e live; its batch cannot be freed before
+ * the head passes this slot, as for a get's push. */
+static void
+defer_record(struct admit_lru *c, struct shard *s, struct entry *e)
+{
+	if (ring_push(&s->ring, (uintptr_t)e | EV_RECORD))
+		return;
+	drain(s);  /* full: what a get would find drained */
+	if (!ring_push(&s->ring, (uintptr_t)e | EV_RECORD))
+		admit_tinylfu_record_hash(c->tlfu, e->hash);
+}
+
 /* admit_lru_compute's state: the public part first, so that
  * admit_lru_update_alloc finds the rest from the pointer fn was given. */
 struct update {
@@ -1441,7 +1536,9 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	 * a hit after its move). */
 	if (!old)
 		s->st.misses++;
-	if (c->tlfu && (old || (v == ADMIT_LRU_STORE && u.st == ADMIT_OK)))
+	if (c->tlfu && old && !recorded_in_get(c, h))
+		defer_record(c, s, old);
+	else if (c->tlfu && (old || (v == ADMIT_LRU_STORE && u.st == ADMIT_OK)))
 		admit_tinylfu_record_hash(c->tlfu, h);
 	if (v == ADMIT_LRU_STORE && u.st == ADMIT_OK) {
 		/* Replacing old also moves it, as a hit does. */

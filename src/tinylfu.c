@@ -26,6 +26,7 @@
 #include "cuckoo_internal.h"
 #include "debug.h"
 #include "hash.h"
+#include "tinylfu_internal.h"
 
 #define STRIPES 16u           /* power of two */
 #define MAX_BATCH 64u
@@ -210,6 +211,17 @@ count(struct admit_tinylfu *t, uint64_t h)
 	if (!crowded)
 		/* relaxed: as above. */
 		atomic_store_explicit(&t->crowded, true, memory_order_relaxed);
+}
+
+void
+tinylfu_prefetch_hash(const struct admit_tinylfu *t, uint64_t h)
+{
+	struct cuckoo_pos p;
+
+	cbf_prefetch_hash(t->door, h);
+	cuckoo_locate(t->freq, &h, sizeof(h), &p);
+	__builtin_prefetch(cuckoo_bucket_addr(t->freq, p.i1), 1);
+	__builtin_prefetch(cuckoo_bucket_addr(t->freq, p.i2), 1);
 }
 
 enum admit_status
