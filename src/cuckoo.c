@@ -784,30 +784,6 @@ replace_lowest_locked(struct admit_cuckoo *f, const struct cuckoo_pos *p)
 	                                  (uint64_t)p->fp << f->fp_shift | 1));
 }
 
-/*
- * Whether the key's counter is at COUNTER_MAX, where an increment changes
- * nothing: the entry add_locked() would raise (the first match in i1, else
- * in i2), read without the stripes.  Then the increment takes no stripe,
- * which keeps a frequent key's record (TinyLFU: most records, under skew)
- * free of locked instructions and its stripe's line unwritten.  Unvalidated,
- * so a concurrent kick or halve may show a stale word: then one increment
- * is skipped or made as it would have been a moment earlier, as
- * concurrent records already may be; alone, the answer is exact.
- */
-static bool
-saturated(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
-{
-	for (int k = 0; k < 2; k++) {
-		uint64_t b = bucket_load(f, k ? p->i2 : p->i1);
-		uint64_t m = lanes_matching(f, b, p->fp);
-
-		if (m)
-			return (slot_get(f, b, first_lane(f, m)) & COUNTER_MAX) ==
-			       COUNTER_MAX;
-	}
-	return false;
-}
-
 enum admit_status
 cuckoo_increment_replacing(struct admit_cuckoo *f, const void *key, size_t len,
                            bool kick, bool *replaced)
@@ -818,19 +794,28 @@ cuckoo_increment_replacing(struct admit_cuckoo *f, const void *key, size_t len,
 	if (!f || !f->counting || !admit_key_ok(key, len))
 		return ADMIT_EINVAL;
 	cuckoo_locate(f, key, len, &p);
-	if (saturated(f, &p))
-		return ADMIT_OK;
-	if (kick && add(f, &p, ADD_INCREMENT) != ADMIT_FULL)
-		return ADMIT_OK;
-	cuckoo_lock_two(f, p.i1, p.i2);
+	cuckoo_increment_replacing_pos(f, &p, kick, replaced);
+	return ADMIT_OK;
+}
+
+void
+cuckoo_increment_replacing_pos(struct admit_cuckoo *f,
+                               const struct cuckoo_pos *p, bool kick,
+                               bool *replaced)
+{
+	*replaced = false;
+	if (cuckoo_saturated(f, p))
+		return;
+	if (kick && add(f, p, ADD_INCREMENT) != ADMIT_FULL)
+		return;
+	cuckoo_lock_two(f, p->i1, p->i2);
 	/* Without a search, or since add() gave up: the key may be present or a
 	 * slot free in its buckets. */
-	if (add_locked(f, &p, ADD_INCREMENT) == ADMIT_FULL) {
-		replace_lowest_locked(f, &p);
+	if (add_locked(f, p, ADD_INCREMENT) == ADMIT_FULL) {
+		replace_lowest_locked(f, p);
 		*replaced = true;
 	}
-	cuckoo_unlock_two(f, p.i1, p.i2);
-	return ADMIT_OK;
+	cuckoo_unlock_two(f, p->i1, p->i2);
 }
 
 enum admit_status
