@@ -138,6 +138,14 @@ struct ring {
 	alignas(CACHELINE) struct slot slot[ADMIT_LRU_RING];
 };
 
+/* Rings per shard (a power of two).  Each thread pushes to one of them,
+ * picked once per thread, so that two threads' gets on one shard do not
+ * write the same tail and slot lines (BP-Wrapper's and Caffeine's striped
+ * read buffers; bench/README.md: on two threads the shared tail cost a
+ * get 27 ns).  A drain empties them all, each in order: one thread's
+ * accesses keep their order, all being in one ring. */
+#define RINGS 4
+
 #define PROTECTED_PERCENT 80        /* protected share of main (Caffeine) */
 
 /* Dead entries a shard collects before handing them to call_rcu at once. */
@@ -170,7 +178,7 @@ struct shard {
 	alignas(CACHELINE) _Atomic(struct index *) index;
 	_Atomic uint32_t resizing;      /* a stripe (stripe.h): odd while grow
 	                                 * relinks chains */
-	struct ring ring;
+	struct ring ring[RINGS];        /* a thread pushes to one (my_ring()) */
 };
 
 struct admit_lru {
@@ -200,7 +208,7 @@ struct batch {
 	struct admit_lru *c;
 	struct shard *s;
 	struct batch *next;             /* in a list of the shard's */
-	uint64_t tail;                  /* the ring's tail after the grace period */
+	uint64_t tail[RINGS];           /* the rings' tails after the grace period */
 	size_t count;                   /* entries in e */
 	struct entry *e[];
 };
@@ -396,7 +404,9 @@ batch_ready(struct rcu_head *head)
 	s = b->s;
 	/* relaxed: every push naming these entries was made in a read-side
 	 * section that the grace period put before us. */
-	b->tail = atomic_load_explicit(&s->ring.tail, memory_order_relaxed);
+	for (unsigned k = 0; k < RINGS; k++)
+		b->tail[k] = atomic_load_explicit(&s->ring[k].tail,
+		                                  memory_order_relaxed);
 	/* relaxed: the CAS below publishes b. */
 	b->next = atomic_load_explicit(&s->ready, memory_order_relaxed);
 	/* release: pairs with the acquire exchange in reclaim(). */
@@ -419,7 +429,18 @@ free_batch(struct batch *b)
 	admit_free(b);
 }
 
-/* Frees the ready batches whose events the ring's head has passed (all of
+/* Whether every ring's head has passed the tail it had when b's grace
+ * period ended: no slot names b's entries any more. */
+static bool
+passed(const struct shard *s, const struct batch *b)
+{
+	for (unsigned k = 0; k < RINGS; k++)
+		if (s->ring[k].head < b->tail[k])
+			return false;
+	return true;
+}
+
+/* Frees the ready batches whose events the rings' heads have passed (all of
  * them if all: the cache is being freed); keeps the others (a get reserved
  * a slot below their tail and has not filled it yet) for a later drain.
  * With the mutex held, after a drain. */
@@ -439,7 +460,7 @@ reclaim(struct shard *s, bool all)
 			s->waiting = NULL;
 		}
 		next = b->next;
-		if (all || s->ring.head >= b->tail) {
+		if (all || passed(s, b)) {
 			free_batch(b);
 		} else {
 			b->next = keep;
@@ -633,6 +654,23 @@ hash_key(const struct admit_lru *c, const void *key, size_t klen)
 
 /* ---- the ring of buffered gets ------------------------------------------ */
 
+/* Which of a shard's rings this thread pushes to: handed out round-robin
+ * on a thread's first push.  A placement hint only (any ring is correct),
+ * so one process-wide counter serves every cache. */
+static _Atomic unsigned next_ring;
+static _Thread_local unsigned thread_ring;  /* index + 1; 0 = not chosen */
+
+static inline struct ring *
+my_ring(struct shard *s)
+{
+	if (!thread_ring)
+		/* relaxed: a distinct-enough number is all that is needed. */
+		thread_ring = atomic_fetch_add_explicit(&next_ring, 1,
+		                                        memory_order_relaxed) %
+		              RINGS + 1;
+	return &s->ring[thread_ring - 1];
+}
+
 /* Queues an event (struct slot); false when the ring is full.  Lock-free:
  * a failed CAS means another get took the slot. */
 static bool
@@ -719,10 +757,9 @@ record_due(const struct admit_lru *c, const struct entry *e)
  * in order.  With the mutex held.
  */
 static void
-drain(struct shard *s)
+drain_ring(struct shard *s, struct ring *r)
 {
 	struct admit_lru *c = s->c;
-	struct ring *r = &s->ring;
 	uintptr_t ev[ADMIT_LRU_RING];
 	size_t n;
 
@@ -762,6 +799,14 @@ drain(struct shard *s)
 				admit_tinylfu_record_hash(c->tlfu, e->hash);
 		}
 	} while (n == ADMIT_LRU_RING);
+}
+
+/* Drains every ring of the shard.  With the mutex held. */
+static void
+drain(struct shard *s)
+{
+	for (unsigned k = 0; k < RINGS; k++)
+		drain_ring(s, &s->ring[k]);
 }
 
 /* Takes the shard's mutex and brings it up to date: the buffered gets
@@ -809,8 +854,9 @@ shard_init(struct admit_lru *c, struct shard *s, const struct admit_lru_config *
 	s->config = ADMIT_MINISIM_START;
 	admit_policy_init(&s->pol, &shard_ops, s, s->max_weight, !c->by_bytes,
 	                  &pc);
-	for (uint64_t k = 0; k < ADMIT_LRU_RING; k++)
-		atomic_init(&s->ring.slot[k].seq, k);
+	for (unsigned r = 0; r < RINGS; r++)
+		for (uint64_t k = 0; k < ADMIT_LRU_RING; k++)
+			atomic_init(&s->ring[r].slot[k].seq, k);
 	for (nbuckets = 64; nbuckets < s->max_entries && nbuckets < ((size_t)1 << 30); )
 		nbuckets *= 2;
 	ix = index_new(c, nbuckets);
@@ -965,7 +1011,7 @@ admit_lru_free(struct admit_lru *c)
 static void
 note_access(struct admit_lru *c, struct shard *s, struct entry *e)
 {
-	if (!ring_push(&s->ring, (uintptr_t)e)) {
+	if (!ring_push(my_ring(s), (uintptr_t)e)) {
 		/* As if pushed and drained at once. */
 		shard_lock(c, s);
 		apply(s, e);
@@ -1467,10 +1513,10 @@ admit_lru_expire(struct admit_lru *c)
 static void
 defer_record(struct admit_lru *c, struct shard *s, struct entry *e)
 {
-	if (ring_push(&s->ring, (uintptr_t)e | EV_RECORD))
+	if (ring_push(my_ring(s), (uintptr_t)e | EV_RECORD))
 		return;
 	drain(s);  /* full: what a get would find drained */
-	if (!ring_push(&s->ring, (uintptr_t)e | EV_RECORD))
+	if (!ring_push(my_ring(s), (uintptr_t)e | EV_RECORD))
 		admit_tinylfu_record_hash(c->tlfu, e->hash);
 }
 
