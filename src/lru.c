@@ -20,9 +20,11 @@
  *     2012).  A hit needs no check: the key compared equal.  The old bucket
  *     array is freed after a grace period.
  *   - Recency: a get cannot move its entry in the lists, so it records the
- *     access -- the entry for a hit, NULL for a miss -- in the shard's bounded
- *     MPSC ring (Vyukov's bounded queue: a sequence number per slot).  Whoever
- *     next holds the mutex drains the ring IN ORDER before its own work, and
+ *     access -- the entry for a hit, NULL for a miss -- in a bounded MPSC
+ *     ring of the shard (Vyukov's bounded queue: a sequence number per
+ *     slot); a shard has RINGS of them, and a thread pushes to one, so one
+ *     thread's accesses are in one ring.  Whoever next holds the mutex
+ *     drains the rings, each IN ORDER, before its own work, and
  *     applies each event as the old locked get did: the move and the
  *     counters.  A get that finds the ring full takes the mutex,
  *     drains, and applies its own event: no event is ever dropped, so one
@@ -42,9 +44,10 @@
  * is marked dead and put in the shard's limbo; the limbo goes, a batch at a
  * time, to call_rcu.  After the grace period no reader can still hold those
  * entries nor still be pushing them, so every event naming them lies below
- * the ring's tail as the callback reads it; the callback notes that tail and
- * hands the batch back to the shard (a lock-free stack), and the next mutex
- * holder frees it once its drain has moved the ring's head past that tail.
+ * its ring's tail as the callback reads the tails; the callback notes them
+ * and hands the batch back to the shard (a lock-free stack), and the next
+ * mutex holder frees it once its drain has moved every ring's head past its
+ * noted tail.
  * (A slot below the tail that a get has reserved but not yet filled stops a
  * drain; the batch then waits for a later one.)  The drain skips dead
  * entries' moves but still counts the hit.  The invariant:
