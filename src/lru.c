@@ -713,14 +713,14 @@ ring_push(struct ring *r, uintptr_t ev)
  * Whether a hit on a key of hash h is recorded in TinyLFU by the get itself
  * rather than by the drain that applies its event: only for a key the
  * miniature simulation samples.  The mini caches' contests compare sampled
- * keys only, and they run in simulate(), outside any shard, so they must
- * find every earlier hit of those keys already counted, as when all hits
- * were recorded in get; a hit recorded late, at the next drain of its
- * shard, would be missing from their evidence for up to a ring's worth of
- * that shard's gets (below a capacity of ADMIT_MINISIM_MAX_ENTRIES every
- * key is sampled, and such a lag changed which configuration the
- * simulation chose on loop and scan).  The shards' own contests need no
- * such care: both keys of one belong to the shard, whose drain comes first.
+ * keys only, and they run in simulate(), outside any shard: recorded in
+ * get, those keys' hits are all counted when the contests read them, as
+ * before, so the simulation's evidence is what it was (below a capacity of
+ * ADMIT_MINISIM_MAX_ENTRIES every key is sampled).  Deferring them too cost
+ * loop at 750 entries 0.26 point in cache_sim; deferring a set's record
+ * past the simulation's contest as well cost it 7.6 (doc/design.md §7).
+ * The shards' own contests need no such care: both keys of one belong to
+ * the shard, whose drain comes first.
  */
 static inline bool
 recorded_in_get(const struct admit_lru *c, uint64_t h)
