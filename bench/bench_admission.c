@@ -29,6 +29,7 @@
  *   bench_admission [CAPACITY [REPS]]   (CAPACITY: of the cache; default 100000)
  */
 #include <pthread.h>
+#include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,8 +121,10 @@ record_all(void *arg)
 #define LRU_OPS (2u << 20)          /* per thread */
 #define LRU_SET_FLAG (1ull << 63)   /* in a stream: this one is a set */
 
+/* One thread's; a line of its own, or the two threads' hit counts share
+ * one and every operation moves it between the cores. */
 struct lru_job {
-	struct admit_lru *c;
+	alignas(64) struct admit_lru *c;
 	struct maplru *m;                   /* the baseline, when c is NULL */
 	const uint64_t *ops;
 	double cpu;

@@ -21,6 +21,8 @@ void cbf_add_hash(struct admit_cbf *f, uint64_t h);
  * was added.  (Two threads may both add a key absent to both.) */
 bool cbf_add_if_absent_hash(struct admit_cbf *f, uint64_t h);
 unsigned cbf_estimate_hash(const struct admit_cbf *f, uint64_t h);
+/* Starts loading, for writing, the block an add of h will change. */
+void cbf_prefetch_hash(const struct admit_cbf *f, uint64_t h);
 
 /* For tests: the indexes (0 .. m-1) of key's k counters, in hash order and
  * with any repeats, and the value of one counter. */

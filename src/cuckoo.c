@@ -794,17 +794,28 @@ cuckoo_increment_replacing(struct admit_cuckoo *f, const void *key, size_t len,
 	if (!f || !f->counting || !admit_key_ok(key, len))
 		return ADMIT_EINVAL;
 	cuckoo_locate(f, key, len, &p);
-	if (kick && add(f, &p, ADD_INCREMENT) != ADMIT_FULL)
-		return ADMIT_OK;
-	cuckoo_lock_two(f, p.i1, p.i2);
+	cuckoo_increment_replacing_pos(f, &p, kick, replaced);
+	return ADMIT_OK;
+}
+
+void
+cuckoo_increment_replacing_pos(struct admit_cuckoo *f,
+                               const struct cuckoo_pos *p, bool kick,
+                               bool *replaced)
+{
+	*replaced = false;
+	if (cuckoo_saturated(f, p))
+		return;
+	if (kick && add(f, p, ADD_INCREMENT) != ADMIT_FULL)
+		return;
+	cuckoo_lock_two(f, p->i1, p->i2);
 	/* Without a search, or since add() gave up: the key may be present or a
 	 * slot free in its buckets. */
-	if (add_locked(f, &p, ADD_INCREMENT) == ADMIT_FULL) {
-		replace_lowest_locked(f, &p);
+	if (add_locked(f, p, ADD_INCREMENT) == ADMIT_FULL) {
+		replace_lowest_locked(f, p);
 		*replaced = true;
 	}
-	cuckoo_unlock_two(f, p.i1, p.i2);
-	return ADMIT_OK;
+	cuckoo_unlock_two(f, p->i1, p->i2);
 }
 
 enum admit_status

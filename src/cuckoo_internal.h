@@ -273,5 +273,35 @@ unsigned cuckoo_debug_copies(const struct admit_cuckoo *f, const void *key,
 enum admit_status cuckoo_increment_replacing(struct admit_cuckoo *f,
                                              const void *key, size_t len,
                                              bool kick, bool *replaced);
+/* The same on a position cuckoo_locate() gave (f counting, p its own). */
+void cuckoo_increment_replacing_pos(struct admit_cuckoo *f,
+                                    const struct cuckoo_pos *p, bool kick,
+                                    bool *replaced);
+
+/*
+ * Whether the key's counter is at COUNTER_MAX, where an increment changes
+ * nothing: the entry add_locked() would raise (the first match in i1, else
+ * in i2), read without the stripes.  Then the increment takes no stripe,
+ * which keeps a frequent key's record (TinyLFU: most records, under skew)
+ * free of locked instructions and its stripe's line unwritten.  Unvalidated,
+ * so a concurrent kick or halve may show a stale word: then one increment
+ * is skipped or made as it would have been a moment earlier, as
+ * concurrent records already may be; alone, the answer is exact.  Counting
+ * filters only.
+ */
+static inline bool
+cuckoo_saturated(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
+{
+	for (int k = 0; k < 2; k++) {
+		uint64_t b = bucket_load(f, k ? p->i2 : p->i1);
+		uint64_t m = lanes_matching(f, b, p->fp);
+
+		if (m)
+			return (slot_get(f, b, first_lane(f, m)) & COUNTER_MAX) ==
+			       COUNTER_MAX;
+	}
+	return false;
+}
+
 
 #endif /* ADMIT_CUCKOO_INTERNAL_H */

@@ -20,25 +20,34 @@
  *     2012).  A hit needs no check: the key compared equal.  The old bucket
  *     array is freed after a grace period.
  *   - Recency: a get cannot move its entry in the lists, so it records the
- *     access -- the entry for a hit, NULL for a miss -- in the shard's bounded
- *     MPSC ring (Vyukov's bounded queue: a sequence number per slot).  Whoever
- *     next holds the mutex drains the ring IN ORDER before its own work, and
+ *     access -- the entry for a hit, NULL for a miss -- in a bounded MPSC
+ *     ring of the shard (Vyukov's bounded queue: a sequence number per
+ *     slot); a shard has RINGS of them, and a thread pushes to one, so one
+ *     thread's accesses are in one ring.  Whoever next holds the mutex
+ *     drains the rings, each IN ORDER, before its own work, and
  *     applies each event as the old locked get did: the move and the
  *     counters.  A get that finds the ring full takes the mutex,
  *     drains, and applies its own event: no event is ever dropped, so one
  *     thread sees exactly the state changes, in exactly the order, of the
- *     fully locked cache.  The TinyLFU record of a hit stays in get, after
- *     the push, as before after the locked update: the sketch reads nothing
- *     of the shard, and the shard nothing of the sketch but in eviction,
- *     which follows a drain.
+ *     fully locked cache.  The drain also makes the hits' TinyLFU records
+ *     (BP-Wrapper, Ding, Jiang, Zhang, ICDE 2009, as Caffeine does): one
+ *     thread records a batch, its sketch lines prefetched together, instead
+ *     of every get its own.  A shard's contests follow its drain, and
+ *     compare two of its keys, so they see every earlier hit of both; the
+ *     hits of keys the miniature simulation samples are still recorded in
+ *     get, because its contests run outside the shards (recorded_in_get()).
+ *     On one thread the sketch gets the same records in the same order as
+ *     if each were made at its drain, and compute queues its hit's record
+ *     in the ring (EV_RECORD) so that it and get-then-set stay one access.
  *
  * Entry lifetime.  An entry leaves the index and its list under the mutex,
  * is marked dead and put in the shard's limbo; the limbo goes, a batch at a
  * time, to call_rcu.  After the grace period no reader can still hold those
  * entries nor still be pushing them, so every event naming them lies below
- * the ring's tail as the callback reads it; the callback notes that tail and
- * hands the batch back to the shard (a lock-free stack), and the next mutex
- * holder frees it once its drain has moved the ring's head past that tail.
+ * its ring's tail as the callback reads the tails; the callback notes them
+ * and hands the batch back to the shard (a lock-free stack), and the next
+ * mutex holder frees it once its drain has moved every ring's head past its
+ * noted tail.
  * (A slot below the tail that a get has reserved but not yet filled stops a
  * drain; the batch then waits for a later one.)  The drain skips dead
  * entries' moves but still counts the hit.  The invariant:
@@ -83,8 +92,8 @@
 #include "policy.h"
 #include "rcu.h"
 #include "stripe.h"
-#include "timer_wheel.h"
 #include "tinylfu_internal.h"
+#include "timer_wheel.h"
 
 #define CACHELINE ADMIT_CACHELINE
 
@@ -112,13 +121,18 @@ struct index {
 	_Atomic(struct entry *) bucket[];
 };
 
-/* One get's access: the entry hit, or NULL for a miss.  seq is the slot's
+/* One access: a get's hit (the entry), a get's miss (0), or, the entry's
+ * address | EV_RECORD, a hit that compute has applied under the mutex and
+ * whose TinyLFU record waits its turn as a get's would.  seq is the slot's
  * turn: pos when free for the push at ring position pos, pos + 1 once that
  * push is written, pos + ADMIT_LRU_RING once drained. */
 struct slot {
 	_Atomic uint64_t seq;
-	_Atomic(struct entry *) e;
+	_Atomic uintptr_t ev;
 };
+
+#define EV_RECORD ((uintptr_t)1)
+_Static_assert(alignof(struct entry) > EV_RECORD, "EV_RECORD is a free bit");
 
 struct ring {
 	alignas(CACHELINE) _Atomic uint64_t tail;  /* next position to push */
@@ -126,6 +140,14 @@ struct ring {
 	                                            * mutex */
 	alignas(CACHELINE) struct slot slot[ADMIT_LRU_RING];
 };
+
+/* Rings per shard (a power of two).  Each thread pushes to one of them,
+ * picked once per thread, so that two threads' gets on one shard do not
+ * write the same tail and slot lines (BP-Wrapper's and Caffeine's striped
+ * read buffers; bench/README.md: on two threads the shared tail cost a
+ * get 27 ns).  A drain empties them all, each in order: one thread's
+ * accesses keep their order, all being in one ring. */
+#define RINGS 4
 
 #define PROTECTED_PERCENT 80        /* protected share of main (Caffeine) */
 
@@ -159,7 +181,7 @@ struct shard {
 	alignas(CACHELINE) _Atomic(struct index *) index;
 	_Atomic uint32_t resizing;      /* a stripe (stripe.h): odd while grow
 	                                 * relinks chains */
-	struct ring ring;
+	struct ring ring[RINGS];        /* a thread pushes to one (my_ring()) */
 };
 
 struct admit_lru {
@@ -193,7 +215,7 @@ struct batch {
 	struct admit_lru *c;
 	struct shard *s;
 	struct batch *next;             /* in a list of the shard's */
-	uint64_t tail;                  /* the ring's tail after the grace period */
+	uint64_t tail[RINGS];           /* the rings' tails after the grace period */
 	size_t count;                   /* entries in e */
 	struct entry *e[];
 };
@@ -241,6 +263,21 @@ index_new(struct admit_lru *c, size_t nbuckets)
 	return ix;
 }
 
+/* Whether two keys of klen bytes are equal; an 8-byte key (an integer id,
+ * the commonest) in one compare instead of a call to memcmp. */
+static inline bool
+same_key(const unsigned char *a, const void *b, size_t klen)
+{
+	if (klen == sizeof(uint64_t)) {
+		uint64_t x, y;
+
+		memcpy(&x, a, sizeof(x));
+		memcpy(&y, b, sizeof(y));
+		return x == y;
+	}
+	return klen == 0 || memcmp(a, b, klen) == 0;
+}
+
 /*
  * The entry of key in ix, or NULL; *where (if where) is set to the chain
  * pointer that holds it, or to the chain's final NULL.  Safe in a read-side
@@ -254,8 +291,7 @@ find(struct index *ix, uint64_t h, const void *key, size_t klen,
 	struct entry *e;
 
 	for (; (e = admit_rcu_deref(p)); p = &e->hnext)
-		if (e->hash == h && e->klen == klen &&
-		    (klen == 0 || memcmp(e->data, key, klen) == 0))
+		if (e->hash == h && e->klen == klen && same_key(e->data, key, klen))
 			break;
 	if (where)
 		*where = p;
@@ -375,7 +411,9 @@ batch_ready(struct rcu_head *head)
 	s = b->s;
 	/* relaxed: every push naming these entries was made in a read-side
 	 * section that the grace period put before us. */
-	b->tail = atomic_load_explicit(&s->ring.tail, memory_order_relaxed);
+	for (unsigned k = 0; k < RINGS; k++)
+		b->tail[k] = atomic_load_explicit(&s->ring[k].tail,
+		                                  memory_order_relaxed);
 	/* relaxed: the CAS below publishes b. */
 	b->next = atomic_load_explicit(&s->ready, memory_order_relaxed);
 	/* release: pairs with the acquire exchange in reclaim(). */
@@ -398,7 +436,18 @@ free_batch(struct batch *b)
 	admit_free(b);
 }
 
-/* Frees the ready batches whose events the ring's head has passed (all of
+/* Whether every ring's head has passed the tail it had when b's grace
+ * period ended: no slot names b's entries any more. */
+static bool
+passed(const struct shard *s, const struct batch *b)
+{
+	for (unsigned k = 0; k < RINGS; k++)
+		if (s->ring[k].head < b->tail[k])
+			return false;
+	return true;
+}
+
+/* Frees the ready batches whose events the rings' heads have passed (all of
  * them if all: the cache is being freed); keeps the others (a get reserved
  * a slot below their tail and has not filled it yet) for a later drain.
  * With the mutex held, after a drain. */
@@ -418,7 +467,7 @@ reclaim(struct shard *s, bool all)
 			s->waiting = NULL;
 		}
 		next = b->next;
-		if (all || s->ring.head >= b->tail) {
+		if (all || passed(s, b)) {
 			free_batch(b);
 		} else {
 			b->next = keep;
@@ -668,10 +717,27 @@ hash_key(const struct admit_lru *c, const void *key, size_t klen)
 
 /* ---- the ring of buffered gets ------------------------------------------ */
 
-/* Queues a get's event (e, or NULL for a miss); false when the ring is full.
- * Lock-free: a failed CAS means another get took the slot. */
+/* Which of a shard's rings this thread pushes to: handed out round-robin
+ * on a thread's first push.  A placement hint only (any ring is correct),
+ * so one process-wide counter serves every cache. */
+static _Atomic unsigned next_ring;
+static _Thread_local unsigned thread_ring;  /* index + 1; 0 = not chosen */
+
+static inline struct ring *
+my_ring(struct shard *s)
+{
+	if (!thread_ring)
+		/* relaxed: a distinct-enough number is all that is needed. */
+		thread_ring = atomic_fetch_add_explicit(&next_ring, 1,
+		                                        memory_order_relaxed) %
+		              RINGS + 1;
+	return &s->ring[thread_ring - 1];
+}
+
+/* Queues an event (struct slot); false when the ring is full.  Lock-free:
+ * a failed CAS means another get took the slot. */
 static bool
-ring_push(struct ring *r, struct entry *e)
+ring_push(struct ring *r, uintptr_t ev)
 {
 	/* relaxed: a slot's seq, not tail, hands the event over; tail only
 	 * picks the slot. */
@@ -689,7 +755,7 @@ ring_push(struct ring *r, struct entry *e)
 			                                          memory_order_relaxed,
 			                                          memory_order_relaxed)) {
 				/* relaxed: published by the release below. */
-				atomic_store_explicit(&sl->e, e, memory_order_relaxed);
+				atomic_store_explicit(&sl->ev, ev, memory_order_relaxed);
 				/* release: pairs with the acquire in drain(). */
 				atomic_store_explicit(&sl->seq, pos + 1, memory_order_release);
 				return true;
@@ -701,6 +767,25 @@ ring_push(struct ring *r, struct entry *e)
 			pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
 		}
 	}
+}
+
+/*
+ * Whether a hit on a key of hash h is recorded in TinyLFU by the get itself
+ * rather than by the drain that applies its event: only for a key the
+ * miniature simulation samples.  The mini caches' contests compare sampled
+ * keys only, and they run in simulate(), outside any shard: recorded in
+ * get, those keys' hits are all counted when the contests read them, as
+ * before, so the simulation's evidence is what it was (below a capacity of
+ * ADMIT_MINISIM_MAX_ENTRIES every key is sampled).  Deferring them too cost
+ * loop at 750 entries 0.26 point in cache_sim; deferring a set's record
+ * past the simulation's contest as well cost it 7.6 (doc/design.md §7).
+ * The shards' own contests need no such care: both keys of one belong to
+ * the shard, whose drain comes first.
+ */
+static inline bool
+recorded_in_get(const struct admit_lru *c, uint64_t h)
+{
+	return c->sim && admit_minisim_sample(h, c->sim_threshold);
 }
 
 /* What the old locked get did after finding (or not finding) its key. */
@@ -715,30 +800,76 @@ apply(struct shard *s, struct entry *e)
 		s->st.misses++;
 }
 
-/* Applies the buffered gets in order, up to the first slot still being
- * written.  With the mutex held. */
+/* A hit's TinyLFU record, unless its get made it.  A dead entry's hash is
+ * still readable: no slot names a freed entry (reclaim()). */
+static inline bool
+record_due(const struct admit_lru *c, const struct entry *e)
+{
+	return e && c->tlfu && !recorded_in_get(c, e->hash);
+}
+
+/*
+ * Applies the buffered gets in order, up to the first slot still being
+ * written, and makes their hits' TinyLFU records (BP-Wrapper: Ding, Jiang,
+ * Zhang, ICDE 2009): one thread, holding the mutex, records a ring's worth
+ * of hits where every get used to record its own, so the sketch's lines
+ * stay with the draining thread instead of bouncing between the getters.
+ * In two passes over up to a ring's worth of events: the first takes them
+ * out of the ring and starts the cache misses of all of them at once (the
+ * entries' list neighbours, the sketch's lines), the second applies them
+ * in order.  With the mutex held.
+ */
+static void
+drain_ring(struct shard *s, struct ring *r)
+{
+	struct admit_lru *c = s->c;
+	uintptr_t ev[ADMIT_LRU_RING];
+	size_t n;
+
+	do {
+		for (n = 0; n < ADMIT_LRU_RING; n++) {
+			struct slot *sl = &r->slot[r->head & (ADMIT_LRU_RING - 1)];
+			struct entry *e;
+			uintptr_t x;
+
+			/* acquire: pairs with the release in ring_push(). */
+			if (atomic_load_explicit(&sl->seq, memory_order_acquire) !=
+			    r->head + 1)
+				break;
+			/* relaxed: ordered by the acquire just above. */
+			x = atomic_load_explicit(&sl->ev, memory_order_relaxed);
+			/* release: pairs with the acquire in ring_push().  The
+			 * entry stays allocated while the batch holding it
+			 * waits for the head (reclaim() runs after us). */
+			atomic_store_explicit(&sl->seq, r->head + ADMIT_LRU_RING,
+			                      memory_order_release);
+			r->head++;
+			ev[n] = x;
+			e = (struct entry *)(x & ~EV_RECORD);
+			if (e && !(x & EV_RECORD) && !e->dead) {
+				__builtin_prefetch(e->node.prev, 1);
+				__builtin_prefetch(e->node.next, 1);
+			}
+			if (record_due(c, e))
+				tinylfu_prefetch_hash(c->tlfu, e->hash);
+		}
+		for (size_t i = 0; i < n; i++) {
+			struct entry *e = (struct entry *)(ev[i] & ~EV_RECORD);
+
+			if (!(ev[i] & EV_RECORD))
+				apply(s, e);
+			if (record_due(c, e))
+				admit_tinylfu_record_hash(c->tlfu, e->hash);
+		}
+	} while (n == ADMIT_LRU_RING);
+}
+
+/* Drains every ring of the shard.  With the mutex held. */
 static void
 drain(struct shard *s)
 {
-	struct ring *r = &s->ring;
-	uint64_t pos = r->head;
-
-	for (;;) {
-		struct slot *sl = &r->slot[pos & (ADMIT_LRU_RING - 1)];
-		struct entry *e;
-
-		/* acquire: pairs with the release in ring_push(). */
-		if (atomic_load_explicit(&sl->seq, memory_order_acquire) != pos + 1)
-			break;
-		/* relaxed: ordered by the acquire just above. */
-		e = atomic_load_explicit(&sl->e, memory_order_relaxed);
-		/* release: pairs with the acquire in ring_push(). */
-		atomic_store_explicit(&sl->seq, pos + ADMIT_LRU_RING,
-		                      memory_order_release);
-		pos++;
-		apply(s, e);
-	}
-	r->head = pos;
+	for (unsigned k = 0; k < RINGS; k++)
+		drain_ring(s, &s->ring[k]);
 }
 
 /* Takes the shard's mutex and brings it up to date: the buffered gets
@@ -786,8 +917,9 @@ shard_init(struct admit_lru *c, struct shard *s, const struct admit_lru_config *
 	s->config = ADMIT_MINISIM_START;
 	admit_policy_init(&s->pol, &shard_ops, s, s->max_weight, !c->by_bytes,
 	                  &pc);
-	for (uint64_t k = 0; k < ADMIT_LRU_RING; k++)
-		atomic_init(&s->ring.slot[k].seq, k);
+	for (unsigned r = 0; r < RINGS; r++)
+		for (uint64_t k = 0; k < ADMIT_LRU_RING; k++)
+			atomic_init(&s->ring[r].slot[k].seq, k);
 	for (nbuckets = 64; nbuckets < s->max_entries && nbuckets < ((size_t)1 << 30); )
 		nbuckets *= 2;
 	ix = index_new(c, nbuckets);
@@ -947,22 +1079,26 @@ admit_lru_free(struct admit_lru *c)
 static void
 note_access(struct admit_lru *c, struct shard *s, struct entry *e)
 {
-	if (!ring_push(&s->ring, e)) {
+	if (!ring_push(my_ring(s), (uintptr_t)e)) {
+		/* As if pushed and drained at once. */
 		shard_lock(c, s);
 		apply(s, e);
+		if (record_due(c, e))
+			admit_tinylfu_record_hash(c->tlfu, e->hash);
 		pthread_mutex_unlock(&s->mu);
 	}
 }
 
-/* After the read-side section: the simulation's sample and, for a hit, its
- * TinyLFU record (the sketch reads nothing of the shard). */
+/* After the read-side section: the simulation's sample and, for a hit of
+ * a sampled key, its TinyLFU record, after the sample as it always was
+ * (recorded_in_get(); the other hits are recorded by apply()). */
 static enum admit_status
 get_done(struct admit_lru *c, uint64_t h, bool hit)
 {
 	simulate(c, h, 0, hit);
 	if (!hit)
 		return ADMIT_NOTFOUND;
-	if (c->tlfu)
+	if (c->tlfu && recorded_in_get(c, h))
 		admit_tinylfu_record_hash(c->tlfu, h);
 	return ADMIT_OK;
 }
@@ -1032,8 +1168,12 @@ set_plain(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	if (!e)
 		return ADMIT_NOMEM;
 	copy_parts(e->data + klen, parts, nparts);
-	/* Before the contest, so the candidate's own request counts. */
-	if (c->tlfu)
+	/* Before the contest, so the candidate's own request counts: a key
+	 * the simulation samples before its contests there, as before every
+	 * contest; any other after the drain, as compute records it, so that
+	 * get-then-set and compute keep one order of records (the drained
+	 * hits first). */
+	if (c->tlfu && recorded_in_get(c, h))
 		admit_tinylfu_record_hash(c->tlfu, h);
 	/* The weight, for byte capacities; and a key a mini cache turned
 	 * away at the get that missed gets a second contest there, as the
@@ -1041,6 +1181,8 @@ set_plain(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	simulate(c, h, c->by_bytes ? charge_of(klen, vlen) : 1, true);
 
 	shard_lock(c, s);
+	if (c->tlfu && !recorded_in_get(c, h))
+		admit_tinylfu_record_hash(c->tlfu, h);
 	expire_due(c, s);
 	old = find_live(c, s, h, key, klen, &p);
 	kept = set_locked(c, s, e, old, p);
@@ -1500,6 +1642,21 @@ admit_lru_expire(struct admit_lru *c)
 
 /* ---- compute ------------------------------------------------------------- */
 
+/* The TinyLFU record of compute's hit on e, which compute applies itself
+ * under the mutex: queued behind the gets already in the ring, to be made
+ * by the drain that would make a get's (so that compute and get-then-set
+ * leave one sketch).  Mutex held, e live; its batch cannot be freed before
+ * the head passes this slot, as for a get's push. */
+static void
+defer_record(struct admit_lru *c, struct shard *s, struct entry *e)
+{
+	if (ring_push(my_ring(s), (uintptr_t)e | EV_RECORD))
+		return;
+	drain(s);  /* full: what a get would find drained */
+	if (!ring_push(my_ring(s), (uintptr_t)e | EV_RECORD))
+		admit_tinylfu_record_hash(c->tlfu, e->hash);
+}
+
 /* admit_lru_compute's state: the public part first, so that
  * admit_lru_update_alloc finds the rest from the pointer fn was given. */
 struct update {
@@ -1578,7 +1735,9 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	if (!old)
 		s->st.misses++;
 	recorded = old || (v == ADMIT_LRU_STORE && u.st == ADMIT_OK);
-	if (c->tlfu && recorded)
+	if (c->tlfu && old && !recorded_in_get(c, h))
+		defer_record(c, s, old);
+	else if (c->tlfu && recorded)
 		admit_tinylfu_record_hash(c->tlfu, h);
 	if (v == ADMIT_LRU_STORE && u.st == ADMIT_OK) {
 		/* Replacing old also moves it, as a hit does. */

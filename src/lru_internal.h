@@ -9,8 +9,8 @@
 
 struct admit_lru;
 
-/* Slots in each shard's ring of buffered get events (a power of two): up to
- * this many gets in a row take no lock. */
+/* Slots in each of a shard's rings of buffered get events (a power of
+ * two): up to this many gets in a row by one thread take no lock. */
 #define ADMIT_LRU_RING 128
 
 /*

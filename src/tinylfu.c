@@ -206,14 +206,14 @@ admit_tinylfu_hash(const struct admit_tinylfu *t, const void *key, size_t len)
  * count of their own two buckets without searching the table for a cuckoo
  * path that does not exist; aging frees slots and clears the flag. */
 static void
-count(struct admit_tinylfu *t, uint64_t h)
+count(struct admit_tinylfu *t, const struct cuckoo_pos *p)
 {
 	/* relaxed: a hint; a stale value costs one search or one replacement
 	 * that a search might have avoided. */
 	bool crowded = atomic_load_explicit(&t->crowded, memory_order_relaxed);
 	bool replaced;
 
-	cuckoo_increment_replacing(t->freq, &h, sizeof(h), !crowded, &replaced);
+	cuckoo_increment_replacing_pos(t->freq, p, !crowded, &replaced);
 	if (!replaced)
 		return;
 	bump(&t->replaced);
@@ -222,16 +222,33 @@ count(struct admit_tinylfu *t, uint64_t h)
 		atomic_store_explicit(&t->crowded, true, memory_order_relaxed);
 }
 
+void
+tinylfu_prefetch_hash(const struct admit_tinylfu *t, uint64_t h)
+{
+	struct cuckoo_pos p;
+
+	cbf_prefetch_hash(t->door, h);
+	cuckoo_locate(t->freq, &h, sizeof(h), &p);
+	__builtin_prefetch(cuckoo_bucket_addr(t->freq, p.i1), 1);
+	__builtin_prefetch(cuckoo_bucket_addr(t->freq, p.i2), 1);
+}
+
 enum admit_status
 admit_tinylfu_record_hash(struct admit_tinylfu *t, uint64_t h)
 {
 	struct tlfu_stripe *s;
+	struct cuckoo_pos p;
 	uint64_t n;
 
 	if (!t)
 		return ADMIT_EINVAL;
-	if (!cbf_add_if_absent_hash(t->door, h))
-		count(t, h);
+	/* A key whose count is at its maximum (under skew, most records: the
+	 * hot keys) changes nothing, and is in the doorkeeper since it was
+	 * last cleared (aging halves every count below the maximum): its
+	 * record reads the store and writes nothing. */
+	cuckoo_locate(t->freq, &h, sizeof(h), &p);
+	if (!cuckoo_saturated(t->freq, &p) && !cbf_add_if_absent_hash(t->door, h))
+		count(t, &p);
 
 	s = stripe_of_thread(t);
 	/* relaxed: a count; the aging it triggers synchronises by itself. */

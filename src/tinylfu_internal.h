@@ -1,12 +1,14 @@
 /*
- * tinylfu_internal.h - TinyLFU's switches for admit_lru's adaptive policy
- * (src/lru.c), which may run the real cache's sketch in either of the two
- * modes its miniature simulation compares.
+ * tinylfu_internal.h - what tinylfu.c offers the rest of the library beyond
+ * its public header, never exported: the switch admit_lru's adaptive policy
+ * uses to run the real cache's sketch in either of the two modes its
+ * miniature simulation compares, and the drain's prefetch.
  */
 #ifndef ADMIT_TINYLFU_INTERNAL_H
 #define ADMIT_TINYLFU_INTERNAL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <admit/tinylfu.h>
 
@@ -20,5 +22,13 @@
  * concurrent calls; records and contests see the change soon, not at once.
  */
 void admit_tinylfu_set_steady(struct admit_tinylfu *t, bool steady);
+
+/*
+ * Starts loading, for writing, the lines admit_tinylfu_record_hash(t, h)
+ * will touch (the doorkeeper's block and the frequency store's two
+ * buckets), so that a caller about to record a batch of hashes overlaps
+ * their cache misses (lru.c's drain).  Changes nothing; t not NULL.
+ */
+void tinylfu_prefetch_hash(const struct admit_tinylfu *t, uint64_t h);
 
 #endif /* ADMIT_TINYLFU_INTERNAL_H */

@@ -1,5 +1,5 @@
 /*
- * stress_cache - N threads get/set/delete on one admit_lru over a Zipf key
+ * stress_cache - N threads get/set/delete/compute on one admit_lru over a Zipf key
  * space, checking as they go:
  *   - every value a get returns was written for that key and is intact (a
  *     value carries its key, its writer, a length-dependent filler and a
@@ -73,6 +73,36 @@ zipf_key(const double *cdf, uint64_t n, struct prng *rng)
 	return zipf_rank(cdf, n, prng_unit(rng));
 }
 
+/* compute's updater: checks the value found (a hit, which compute applies
+ * itself and whose TinyLFU record it queues in the get ring) and keeps it;
+ * stores a fresh one when the key is absent. */
+struct touch {
+	struct worker *w;
+	uint64_t key;
+	struct prng *rng;
+};
+
+static enum admit_lru_verdict
+touch(struct admit_lru_update *up, void *arg)
+{
+	struct touch *t = arg;
+	unsigned char v[MAX_VALUE];
+	size_t len;
+	void *b;
+
+	if (up->found) {
+		t->w->hits++;
+		t->w->bad += !check_value(up->old, up->old_len, t->key);
+		return ADMIT_LRU_KEEP;
+	}
+	len = make_value(v, t->key, t->w->id, t->rng);
+	b = admit_lru_update_alloc(up, len);
+	if (!b)
+		return ADMIT_LRU_KEEP;
+	memcpy(b, v, len);
+	return ADMIT_LRU_STORE;
+}
+
 static void *
 work(void *arg)
 {
@@ -100,6 +130,13 @@ work(void *arg)
 				} else if (st != ADMIT_NOTFOUND) {
 					w->errors++;
 				}
+			} else if (op < 72) {
+				struct touch t = { w, key, &rng };
+
+				w->gets++;
+				st = admit_lru_compute(w->cache, &key, sizeof(key), touch, &t);
+				w->rejected += st == ADMIT_REJECTED;
+				w->errors += st != ADMIT_OK && st != ADMIT_REJECTED;
 			} else if (op < 95) {
 				len = make_value(buf, key, w->id, &rng);
 				st = admit_lru_set(w->cache, &key, sizeof(key), buf, len);

@@ -45,8 +45,11 @@
  * tries (a sampled request that finds it busy is not simulated), and the
  * configuration it picks is applied by each shard under its own mutex.
  * The TinyLFU frequency sketch is shared:
- * its doorkeeper is lock-free, its frequency store lock-striped, so a hit's
- * record may wait briefly on another thread's in the same stripes
+ * its doorkeeper is lock-free, its frequency store lock-striped.  A hit is
+ * recorded in it by whichever thread next drains the shard's buffer of
+ * accesses, under the shard mutex (BP-Wrapper), not by the get; only a hit
+ * of a key ADMIT_LRU_ADAPTIVE's simulation samples (every key below 2048
+ * entries, about 2048 keys' worth above) is recorded by the get itself
  * (doc/design.md §7).
  *
  * Memory: a replaced, deleted or evicted entry is freed only after an RCU
@@ -177,10 +180,12 @@ void admit_lru_free(struct admit_lru *c);
  * small), ADMIT_EINVAL (c or vlen NULL, key NULL with klen > 0, buf NULL with
  * bufsize > 0).
  * Thread-safety: any thread; takes the key's shard mutex only when the
- * shard's buffer of accesses is full or its index is growing; a hit's
- * TinyLFU record may take two frequency-store stripes and wait out an
- * aging (admit_tinylfu_record()); ADMIT_LRU_ADAPTIVE tries (never waits
- * for) its simulation's mutex for a sampled key.
+ * shard's buffer of accesses is full or its index is growing, and then
+ * applies and records the buffered accesses; the TinyLFU record of a hit of
+ * a key ADMIT_LRU_ADAPTIVE samples is made in the get and may take two
+ * frequency-store stripes and wait out an aging (admit_tinylfu_record());
+ * ADMIT_LRU_ADAPTIVE tries (never waits for) its simulation's mutex for a
+ * sampled key.
  */
 enum admit_status admit_lru_get(struct admit_lru *c, const void *key,
                                 size_t klen, void *buf, size_t bufsize,
