@@ -143,6 +143,8 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->fp_shift = counting ? COUNTER_BITS : 0;
 	f->seed = seed;
 	f->alt_seed = (uint32_t)(seed >> 32);
+	for (unsigned fp = 0; fp < 256; fp++)
+		f->alt8[fp] = admit_fastrange32(admit_mix32(fp ^ f->alt_seed), m);
 	f->stripe_mask = stripes - 1;
 	if (fingerprint_bits == 8) {
 		f->ones = 0x01010101ull;
@@ -170,7 +172,7 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 		.table = f->t32 ? (const void *)f->t32 : (const void *)f->t64,
 		.seq = f->seq, .seed = f->seed, .m = f->m,
 		.stripe_mask = f->stripe_mask, .alt_seed = f->alt_seed,
-		.width = f->lookup_width,
+		.width = f->lookup_width, .alt8 = f->alt8,
 	};
 	*out = f;
 	return ADMIT_OK;
