@@ -142,6 +142,7 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->fp_bits = counting ? 16 - COUNTER_BITS : fingerprint_bits;
 	f->fp_shift = counting ? COUNTER_BITS : 0;
 	f->seed = seed;
+	f->hash8 = admit_hash8_prepare(seed);
 	f->alt_seed = (uint32_t)(seed >> 32);
 	for (unsigned fp = 0; fp < 256; fp++)
 		f->alt8[fp] = admit_fastrange32(admit_mix32(fp ^ f->alt_seed), m);
@@ -366,13 +367,51 @@ lookup_w(const struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
 	return lookup_slow(f, *p);
 }
 
+/* A single key's first try missed its chance (a writer held or took a
+ * stripe): locate it again from its hash and wait the writer out.  Taking
+ * the hash alone (not the position) leaves the inline try fewer values to
+ * keep for this call, so it needs no callee-saved register. */
+static __attribute__((noinline, cold)) bool
+contains_slow(const struct admit_cuckoo *f, uint64_t h)
+{
+	struct cuckoo_pos p;
+
+	cuckoo_locate_hash(f, h, f->fp_bits, &p);
+	stat_bump(&stats_of(f, p.i1)->read_retries);
+	return lookup_slow(f, p);
+}
+
+/*
+ * One key's lookup by its hash, for a membership filter of width w (8 or
+ * 16, a constant here): lookup_w()'s try, written out so that nothing but
+ * f and h outlives the bucket loads on the way to the rare slow path.
+ */
+static inline __attribute__((always_inline)) bool
+contains_hashed_w(const struct admit_cuckoo *f, uint64_t h, unsigned w)
+{
+	struct probe q;
+	struct stripe_reader r;
+
+	cuckoo_locate_hash(f, h, w, &q.p);
+	probe_init(&q, f, w, &r);
+	if (stripe_read_begin(&r)) {
+		if (probe_match_w(&q, w))
+			return true;
+		if (stripe_read_end(&r))
+			return false;
+	}
+	return contains_slow(f, h);
+}
+
 static inline __attribute__((always_inline)) bool
 contains_hashed(const struct admit_cuckoo *f, uint64_t h, unsigned w)
 {
 	struct cuckoo_pos p;
 
-	cuckoo_locate_hash(f, h, w ? w : f->fp_bits, &p);
-	return lookup_w(f, &p, w);
+	if (w)
+		return contains_hashed_w(f, h, w);
+	cuckoo_locate_hash(f, h, f->fp_bits, &p);
+	return lookup_w(f, &p, 0);
 }
 
 /* Keys of any length, and counting filters: out of line, so that the
@@ -396,21 +435,43 @@ contains_any(const struct admit_cuckoo *f, const void *key, size_t len)
 	return contains_hashed(f, admit_hash(key, len, f->seed), 0);
 }
 
+static __attribute__((noinline)) bool
+contains_other(const struct admit_cuckoo *f, const void *key, size_t len)
+{
+	if (!f || !admit_key_ok(key, len))
+		return false;
+	return f->lookup_width == 8 ? contains_any8(f, key, len) :
+	       f->lookup_width == 16 ? contains_any16(f, key, len) :
+	       contains_any(f, key, len);
+}
+
+/* An 8-byte key, by width: each its own function, so that each gets its
+ * own register allocation (one function for both pushed callee-saved
+ * registers for the wider of the two). */
+static __attribute__((noinline)) bool
+contains_key8(const struct admit_cuckoo *f, const void *key)
+{
+	return contains_hashed_w(f, admit_hash8(key, f->hash8, f->seed), 8);
+}
+
+static __attribute__((noinline)) bool
+contains_key16(const struct admit_cuckoo *f, const void *key)
+{
+	return contains_hashed_w(f, admit_hash8(key, f->hash8, f->seed), 16);
+}
+
 bool
 admit_cuckoo_contains(const struct admit_cuckoo *f, const void *key, size_t len)
 {
-	uint64_t h;
-
-	if (!f || !admit_key_ok(key, len))
-		return false;
-	if (len != 8 || f->lookup_width == 0)
-		return f->lookup_width == 8 ? contains_any8(f, key, len) :
-		       f->lookup_width == 16 ? contains_any16(f, key, len) :
-		       contains_any(f, key, len);
-	h = admit_hash(key, 8, f->seed);
+	/* The common call first, in as few tests as it takes: an 8-byte key
+	 * (so a non-NULL one is valid) of a membership filter. */
+	if (__builtin_expect(len != 8 || !key || !f, 0))
+		return contains_other(f, key, len);
+	if (f->lookup_width == 8)
+		return contains_key8(f, key);
 	if (f->lookup_width == 16)
-		return contains_hashed(f, h, 16);
-	return contains_hashed(f, h, 8);
+		return contains_key16(f, key);
+	return contains_any(f, key, len);
 }
 
 unsigned
@@ -454,9 +515,15 @@ contains_many_w(const struct admit_cuckoo *f, size_t n,
 		size_t k = n - base < BATCH ? n - base : BATCH;
 
 		for (size_t j = 0; j < k; j++) {
-			if (!admit_key_ok(keys[base + j], lens[base + j]))
+			const void *key = keys[base + j];
+			size_t len = lens[base + j];
+
+			if (!admit_key_ok(key, len))
 				continue;
-			cuckoo_locate_bits(f, keys[base + j], lens[base + j],
+			/* 8-byte keys with the seed's part of XXH3 prepared
+			 * (hash.h): the same hash, fewer instructions. */
+			cuckoo_locate_hash(f, len == 8 ? admit_hash8(key, f->hash8, f->seed)
+			                               : admit_hash(key, len, f->seed),
 			                   w ? w : f->fp_bits, &pos[j]);
 			__builtin_prefetch(cuckoo_bucket_addr(f, pos[j].i1));
 			__builtin_prefetch(cuckoo_bucket_addr(f, pos[j].i2));

@@ -57,6 +57,7 @@ struct admit_cuckoo {
 	bool counting;
 	uint64_t capacity;
 	uint64_t seed;
+	uint64_t hash8;           /* admit_hash8_prepare(seed) */
 	uint32_t alt_seed;        /* mixed into the alternate-bucket hash */
 	/* 8-bit filters: for each fingerprint, the t of cuckoo_alt() (its
 	 * mix, ranged to m), so a lookup's alternate bucket costs one load
