@@ -504,6 +504,15 @@ admit_cuckoo_count(const struct admit_cuckoo *f, const void *key, size_t len)
 	return (unsigned)(__builtin_popcountll(m1) + __builtin_popcountll(m2));
 }
 
+/* cuckoo_bucket_addr() without its test of which table it is, where the
+ * width w is a constant (0: not known). */
+static inline __attribute__((always_inline)) const void *
+bucket_addr_w(const struct admit_cuckoo *f, uint32_t i, unsigned w)
+{
+	return w == 8 ? (const void *)&f->t32[i] :
+	       w == 16 ? (const void *)&f->t64[i] : cuckoo_bucket_addr(f, i);
+}
+
 /* Groups of this many keys are hashed and prefetched before being probed:
  * enough to cover a ~150 ns miss with the other keys' work. */
 #define BATCH 16
@@ -522,19 +531,20 @@ contains_many_w(const struct admit_cuckoo *f, size_t n,
 			const void *key = keys[base + j];
 			size_t len = lens[base + j];
 
-			if (!admit_key_ok(key, len))
+			if (!admit_key_ok(key, len)) {
+				pos[j].fp = 0; /* no key's: marks it invalid */
 				continue;
+			}
 			/* 8-byte keys with the seed's part of XXH3 prepared
 			 * (hash.h): the same hash, fewer instructions. */
 			cuckoo_locate_hash(f, len == 8 ? admit_hash8(key, f->hash8, f->seed)
 			                               : admit_hash(key, len, f->seed),
 			                   w ? w : f->fp_bits, &pos[j]);
-			__builtin_prefetch(cuckoo_bucket_addr(f, pos[j].i1));
-			__builtin_prefetch(cuckoo_bucket_addr(f, pos[j].i2));
+			__builtin_prefetch(bucket_addr_w(f, pos[j].i1, w));
+			__builtin_prefetch(bucket_addr_w(f, pos[j].i2, w));
 		}
 		for (size_t j = 0; j < k; j++)
-			out[base + j] = admit_key_ok(keys[base + j], lens[base + j]) &&
-			                lookup_w(f, &pos[j], w);
+			out[base + j] = pos[j].fp != 0 && lookup_w(f, &pos[j], w);
 	}
 }
 
