@@ -11,8 +11,10 @@
  * absent ones (it is called twice) in a filter of 2^20 slots at 95 % load:
  * its inclusive count divided by 524288 is instructions per lookup,
  * the loop's own included.  loop_admit calls admit_cuckoo_contains(),
- * loop_inline admit_cuckoo_view_contains(), loop_textbook the textbook
- * filter (textbook.h).  The argument is the fingerprint width, 8 or 16.
+ * loop_inline admit_cuckoo_view_contains(), loop_many
+ * admit_cuckoo_contains_many() (16 keys a call, the loop's work per key
+ * included), loop_textbook the textbook filter (textbook.h).  The
+ * argument is the fingerprint width, 8 or 16.
  */
 #include "config.h"
 
@@ -52,6 +54,28 @@ loop_inline(const struct admit_cuckoo *f, const uint64_t *k)
 	return hits;
 }
 
+/* admit_cuckoo_contains_many(), 16 keys a call as bench_cuckoo's
+ * contains_many row: its count / 524288 is instructions per key. */
+static __attribute__((noinline)) unsigned
+loop_many(const struct admit_cuckoo *f, const uint64_t *k)
+{
+	const void *keys[16];
+	size_t lens[16];
+	bool out[16];
+	unsigned hits = 0;
+
+	for (unsigned i = 0; i < LOOKUPS; i += 16) {
+		for (unsigned j = 0; j < 16; j++) {
+			keys[j] = &k[i + j];
+			lens[j] = 8;
+		}
+		admit_cuckoo_contains_many(f, 16, keys, lens, out);
+		for (unsigned j = 0; j < 16; j++)
+			hits += out[j];
+	}
+	return hits;
+}
+
 static __attribute__((noinline)) unsigned
 loop_textbook(const struct bench_textbook *t, const uint64_t *k)
 {
@@ -86,9 +110,10 @@ main(int argc, char **argv)
 		present[i] = bench_key(i * 3);
 		absent[i] = bench_key(i | 1ull << 63);
 	}
-	printf("hits: admit %u %u, inline %u %u, textbook %u %u\n",
+	printf("hits: admit %u %u, inline %u %u, many %u %u, textbook %u %u\n",
 	       loop_admit(f, present), loop_admit(f, absent),
 	       loop_inline(f, present), loop_inline(f, absent),
+	       loop_many(f, present), loop_many(f, absent),
 	       loop_textbook(t, present), loop_textbook(t, absent));
 	admit_cuckoo_free(f);
 	bench_textbook_free(t);

@@ -142,7 +142,10 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->fp_bits = counting ? 16 - COUNTER_BITS : fingerprint_bits;
 	f->fp_shift = counting ? COUNTER_BITS : 0;
 	f->seed = seed;
+	f->hash8 = admit_hash8_prepare(seed);
 	f->alt_seed = (uint32_t)(seed >> 32);
+	for (unsigned fp = 0; fp < 256; fp++)
+		f->alt8[fp] = admit_fastrange32(admit_mix32(fp ^ f->alt_seed), m);
 	f->stripe_mask = stripes - 1;
 	if (fingerprint_bits == 8) {
 		f->ones = 0x01010101ull;
@@ -170,7 +173,7 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 		.table = f->t32 ? (const void *)f->t32 : (const void *)f->t64,
 		.seq = f->seq, .seed = f->seed, .m = f->m,
 		.stripe_mask = f->stripe_mask, .alt_seed = f->alt_seed,
-		.width = f->lookup_width,
+		.width = f->lookup_width, .alt8 = f->alt8,
 	};
 	*out = f;
 	return ADMIT_OK;
@@ -364,13 +367,55 @@ lookup_w(const struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
 	return lookup_slow(f, *p);
 }
 
+/* A single key's first try missed its chance (a writer held or took a
+ * stripe): locate it again from its hash and wait the writer out.  Taking
+ * the hash alone (not the position) leaves the inline try fewer values to
+ * keep for this call, so it needs no callee-saved register. */
+static __attribute__((noinline, cold)) bool
+contains_slow(const struct admit_cuckoo *f, uint64_t h)
+{
+	struct cuckoo_pos p;
+
+	cuckoo_locate_hash(f, h, f->fp_bits, &p);
+	stat_bump(&stats_of(f, p.i1)->read_retries);
+	return lookup_slow(f, p);
+}
+
+/*
+ * One key's lookup by its hash, for a membership filter of width w (8 or
+ * 16, a constant here): lookup_w()'s try, written out so that nothing but
+ * f and h outlives the bucket loads on the way to the rare slow path.
+ */
+static inline __attribute__((always_inline)) bool
+contains_hashed_w(const struct admit_cuckoo *f, uint64_t h, unsigned w)
+{
+	struct probe q;
+	struct stripe_reader r;
+
+	cuckoo_locate_hash(f, h, w, &q.p);
+	probe_init(&q, f, w, &r);
+#ifdef ADMIT_BROKEN_SKIP_VALIDATION
+	/* As in lookup_w(): believe a miss without validating it. */
+	return probe_match_any(&q);
+#endif
+	if (stripe_read_begin(&r)) {
+		if (probe_match_w(&q, w))
+			return true;
+		if (stripe_read_end(&r))
+			return false;
+	}
+	return contains_slow(f, h);
+}
+
 static inline __attribute__((always_inline)) bool
 contains_hashed(const struct admit_cuckoo *f, uint64_t h, unsigned w)
 {
 	struct cuckoo_pos p;
 
-	cuckoo_locate_hash(f, h, w ? w : f->fp_bits, &p);
-	return lookup_w(f, &p, w);
+	if (w)
+		return contains_hashed_w(f, h, w);
+	cuckoo_locate_hash(f, h, f->fp_bits, &p);
+	return lookup_w(f, &p, 0);
 }
 
 /* Keys of any length, and counting filters: out of line, so that the
@@ -394,21 +439,43 @@ contains_any(const struct admit_cuckoo *f, const void *key, size_t len)
 	return contains_hashed(f, admit_hash(key, len, f->seed), 0);
 }
 
+static __attribute__((noinline)) bool
+contains_other(const struct admit_cuckoo *f, const void *key, size_t len)
+{
+	if (!f || !admit_key_ok(key, len))
+		return false;
+	return f->lookup_width == 8 ? contains_any8(f, key, len) :
+	       f->lookup_width == 16 ? contains_any16(f, key, len) :
+	       contains_any(f, key, len);
+}
+
+/* An 8-byte key, by width: each its own function, so that each gets its
+ * own register allocation (one function for both pushed callee-saved
+ * registers for the wider of the two). */
+static __attribute__((noinline)) bool
+contains_key8(const struct admit_cuckoo *f, const void *key)
+{
+	return contains_hashed_w(f, admit_hash8(key, f->hash8, f->seed), 8);
+}
+
+static __attribute__((noinline)) bool
+contains_key16(const struct admit_cuckoo *f, const void *key)
+{
+	return contains_hashed_w(f, admit_hash8(key, f->hash8, f->seed), 16);
+}
+
 bool
 admit_cuckoo_contains(const struct admit_cuckoo *f, const void *key, size_t len)
 {
-	uint64_t h;
-
-	if (!f || !admit_key_ok(key, len))
-		return false;
-	if (len != 8 || f->lookup_width == 0)
-		return f->lookup_width == 8 ? contains_any8(f, key, len) :
-		       f->lookup_width == 16 ? contains_any16(f, key, len) :
-		       contains_any(f, key, len);
-	h = admit_hash(key, 8, f->seed);
+	/* The common call first, in as few tests as it takes: an 8-byte key
+	 * (so a non-NULL one is valid) of a membership filter. */
+	if (__builtin_expect(len != 8 || !key || !f, 0))
+		return contains_other(f, key, len);
+	if (f->lookup_width == 8)
+		return contains_key8(f, key);
 	if (f->lookup_width == 16)
-		return contains_hashed(f, h, 16);
-	return contains_hashed(f, h, 8);
+		return contains_key16(f, key);
+	return contains_any(f, key, len);
 }
 
 unsigned
@@ -437,6 +504,15 @@ admit_cuckoo_count(const struct admit_cuckoo *f, const void *key, size_t len)
 	return (unsigned)(__builtin_popcountll(m1) + __builtin_popcountll(m2));
 }
 
+/* cuckoo_bucket_addr() without its test of which table it is, where the
+ * width w is a constant (0: not known). */
+static inline __attribute__((always_inline)) const void *
+bucket_addr_w(const struct admit_cuckoo *f, uint32_t i, unsigned w)
+{
+	return w == 8 ? (const void *)&f->t32[i] :
+	       w == 16 ? (const void *)&f->t64[i] : cuckoo_bucket_addr(f, i);
+}
+
 /* Groups of this many keys are hashed and prefetched before being probed:
  * enough to cover a ~150 ns miss with the other keys' work. */
 #define BATCH 16
@@ -452,16 +528,23 @@ contains_many_w(const struct admit_cuckoo *f, size_t n,
 		size_t k = n - base < BATCH ? n - base : BATCH;
 
 		for (size_t j = 0; j < k; j++) {
-			if (!admit_key_ok(keys[base + j], lens[base + j]))
+			const void *key = keys[base + j];
+			size_t len = lens[base + j];
+
+			if (!admit_key_ok(key, len)) {
+				pos[j].fp = 0; /* no key's: marks it invalid */
 				continue;
-			cuckoo_locate_bits(f, keys[base + j], lens[base + j],
+			}
+			/* 8-byte keys with the seed's part of XXH3 prepared
+			 * (hash.h): the same hash, fewer instructions. */
+			cuckoo_locate_hash(f, len == 8 ? admit_hash8(key, f->hash8, f->seed)
+			                               : admit_hash(key, len, f->seed),
 			                   w ? w : f->fp_bits, &pos[j]);
-			__builtin_prefetch(cuckoo_bucket_addr(f, pos[j].i1));
-			__builtin_prefetch(cuckoo_bucket_addr(f, pos[j].i2));
+			__builtin_prefetch(bucket_addr_w(f, pos[j].i1, w));
+			__builtin_prefetch(bucket_addr_w(f, pos[j].i2, w));
 		}
 		for (size_t j = 0; j < k; j++)
-			out[base + j] = admit_key_ok(keys[base + j], lens[base + j]) &&
-			                lookup_w(f, &pos[j], w);
+			out[base + j] = pos[j].fp != 0 && lookup_w(f, &pos[j], w);
 	}
 }
 

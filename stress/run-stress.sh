@@ -81,6 +81,7 @@ for mode in 16 8 counting; do
 		--seconds "$per" $seed
 done
 run stress_linear 'rounds in|filter stats' "$b/stress/stress_linear" --seconds "$per" $seed
+run stress_linear-8 'rounds in|filter stats' "$b/stress/stress_linear" --bits 8 --seconds "$per" $seed
 run stress_linear_broken-caught '^broken build caught' \
 	env top_builddir="$b" sh "$(dirname "$0")/broken-caught.sh" 30
 run stress_snapshot 'saves' \

@@ -55,6 +55,7 @@ struct opts {
 	uint64_t ops;     /* per thread and round */
 	uint64_t seed;
 	uint64_t capacity;
+	unsigned bits;    /* fingerprint bits, 8 or 16 */
 	bool until_fail;
 	unsigned mix[4];  /* weights of insert, insert_unique, delete, contains */
 };
@@ -327,6 +328,8 @@ usage(FILE *out)
 	"  -k, --keys N       tracked keys, at most 256 (default 64)\n"
 	"  -F, --fillers N    filler keys per thread (default 110: about 93 %% full)\n"
 	"  -c, --capacity N   filter capacity (default 512)\n"
+	"  -b, --bits 8|16    fingerprint bits (default 16; each width has its\n"
+	"                     own lookup code)\n"
 	"  -s, --seed S       seed (default: from the clock)\n"
 	"  -u, --until-fail   stop at the first non-linearizable history\n"
 	"  -x, --mix I,U,D,C  weights of insert, insert_unique, delete, contains\n"
@@ -343,11 +346,12 @@ main(int argc, char **argv)
 		{ "ops", 1, NULL, 'n' }, { "keys", 1, NULL, 'k' },
 		{ "fillers", 1, NULL, 'F' }, { "capacity", 1, NULL, 'c' },
 		{ "seed", 1, NULL, 's' }, { "until-fail", 0, NULL, 'u' },
-		{ "mix", 1, NULL, 'x' },
+		{ "mix", 1, NULL, 'x' }, { "bits", 1, NULL, 'b' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .threads = 4, .keys = 64, .fillers = 110, .seconds = 10,
-	                  .ops = 2000, .capacity = 512, .mix = { 1, 1, 2, 4 } };
+	                  .ops = 2000, .capacity = 512, .bits = 16,
+	                  .mix = { 1, 1, 2, 4 } };
 	struct run r = { .o = &o };
 	struct thr th[MAX_THREADS] = { { 0 } };
 	unsigned start[MAX_KEYS];
@@ -357,7 +361,7 @@ main(int argc, char **argv)
 	double t0;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:d:n:k:F:c:s:ux:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:d:n:k:F:c:b:s:ux:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't': o.threads = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'd': o.seconds = strtod(optarg, NULL); break;
@@ -365,6 +369,7 @@ main(int argc, char **argv)
 		case 'k': o.keys = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'F': o.fillers = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'c': o.capacity = strtoull(optarg, NULL, 0); break;
+		case 'b': o.bits = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 's': o.seed = strtoull(optarg, NULL, 0); break;
 		case 'u': o.until_fail = true; break;
 		case 'x':
@@ -379,7 +384,8 @@ main(int argc, char **argv)
 		}
 	}
 	if (o.threads < 1 || o.threads > MAX_THREADS || o.keys < 1 ||
-	    o.keys > MAX_KEYS || o.fillers < 1 || o.ops < 1 || !h || optind != argc) {
+	    o.keys > MAX_KEYS || o.fillers < 1 || o.ops < 1 || !h || optind != argc ||
+	    (o.bits != 8 && o.bits != 16)) {
 		usage(stderr);
 		return 2;
 	}
@@ -391,16 +397,16 @@ main(int argc, char **argv)
 	if (!o.seed)
 		o.seed = stress_seed_from_clock();
 	printf("stress_linear%s: seed %" PRIu64 ", %u threads, %u keys, %u fillers/thread, "
-	       "capacity %" PRIu64 ", %" PRIu64 " ops/thread/round, %.1f s\n",
+	       "capacity %" PRIu64 ", %u-bit, %" PRIu64 " ops/thread/round, %.1f s\n",
 #ifdef ADMIT_BROKEN_SKIP_VALIDATION
 	       " (BROKEN BUILD: lookups skip miss validation)",
 #else
 	       "",
 #endif
-	       o.seed, o.threads, o.keys, o.fillers, o.capacity, o.ops, o.seconds);
+	       o.seed, o.threads, o.keys, o.fillers, o.capacity, o.bits, o.ops, o.seconds);
 	fflush(stdout);
 	if (admit_cuckoo_new(&(struct admit_cuckoo_config){ .capacity = o.capacity,
-	        .seed = o.seed }, &r.f) != ADMIT_OK)
+	        .fingerprint_bits = o.bits, .seed = o.seed }, &r.f) != ADMIT_OK)
 		return 2;
 	r.keys = stress_distinct_keys(r.f, o.keys + (uint64_t)o.fillers * o.threads, o.seed);
 	pthread_barrier_init(&r.gate, NULL, o.threads + 1);

@@ -12,6 +12,8 @@
 #include <admit/admit.h>
 #include <admit/cuckoo_inline.h>
 
+#include "hash.h"
+#include "prng.h"
 #include "testutil.h"
 
 #define SEED 0x5eed5eed1234ull
@@ -453,6 +455,30 @@ START_TEST(test_contains_inline)
 }
 END_TEST
 
+/* admit_hash8(), the lookups' 8-byte hash with the seed prepared once,
+ * is XXH3_64bits_withSeed() exactly: any other value would make a filter
+ * disagree with its own snapshots and with the inline header. */
+START_TEST(test_hash8)
+{
+	uint64_t seeds[] = { 0, 1, SEED, 0xffffffffull, 0xffffffff00000000ull,
+	                     ~0ull, 0x8000000000000000ull };
+
+	for (size_t s = 0; s < sizeof(seeds) / sizeof(seeds[0]); s++) {
+		uint64_t prep = admit_hash8_prepare(seeds[s]);
+
+		for (uint64_t i = 0; i < 100000; i++) {
+			/* Keys at every alignment, from random and small values. */
+			unsigned char buf[16];
+			uint64_t k = i < 50000 ? prng_mix(i ^ seeds[s]) : i;
+
+			memcpy(buf + i % 8, &k, 8);
+			ck_assert_uint_eq(admit_hash8(buf + i % 8, prep, seeds[s]),
+			                  XXH3_64bits_withSeed(buf + i % 8, 8, seeds[s]));
+		}
+	}
+}
+END_TEST
+
 START_TEST(test_contains_many)
 {
 	const size_t n = 1000;
@@ -572,6 +598,7 @@ cuckoo_suite(void)
 	tcase_add_loop_test(tc, test_insert_unique, 0, nmodes);
 	tcase_add_test(tc, test_counting_saturation);
 	tcase_add_test(tc, test_counting_halve);
+	tcase_add_test(tc, test_hash8);
 	tcase_add_test(tc, test_contains_many);
 	tcase_add_loop_test(tc, test_contains_inline, 0, nmodes);
 	tcase_add_loop_test(tc, test_insert_many, 0, nmodes);

@@ -25,7 +25,7 @@ END_TEST
 START_TEST(test_begin_end)
 {
 	_Atomic uint32_t a = 4, b = 6;
-	struct stripe_reader r = { &a, &b, 0, 0 };
+	struct stripe_reader r = { &a, &b, 0 };
 
 	ck_assert(stripe_read_begin(&r));
 	ck_assert(stripe_read_end(&r));
@@ -38,6 +38,15 @@ START_TEST(test_begin_end)
 	stripe_lock(&a);
 	ck_assert(!stripe_read_begin(&r));
 	stripe_unlock(&a);
+	/* ...or b (the high half of the reader's pair of values). */
+	stripe_lock(&b);
+	ck_assert(!stripe_read_begin(&r));
+	stripe_unlock(&b);
+	/* A writer that took and released a during the read. */
+	ck_assert(stripe_read_begin(&r));
+	stripe_lock(&a);
+	stripe_unlock(&a);
+	ck_assert(!stripe_read_end(&r));
 	/* The same stripe twice. */
 	r.b = &a;
 	ck_assert(stripe_read_begin(&r));
@@ -69,7 +78,7 @@ fake_read(void *arg)
 START_TEST(test_try)
 {
 	_Atomic uint32_t a = 0, b = 0;
-	struct stripe_reader r = { &a, &b, 0, 0 };
+	struct stripe_reader r = { &a, &b, 0 };
 	struct fake x = { &b, 0, 1, false };
 
 	ck_assert_int_eq(stripe_read_try(&r, fake_read, &x), STRIPE_CHANGED);
@@ -89,7 +98,7 @@ START_TEST(test_loop_retries)
 {
 	_Atomic uint32_t a = 0, b = 0;
 	_Atomic uint64_t changed = 0;
-	struct stripe_reader r = { &a, &b, 0, 0 };
+	struct stripe_reader r = { &a, &b, 0 };
 	struct fake x = { &a, 0, 3, false };
 
 	ck_assert_int_eq(stripe_read(&r, fake_read, &x, &changed), STRIPE_VALID);

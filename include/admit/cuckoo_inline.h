@@ -54,6 +54,7 @@ struct admit_cuckoo_view {
 	uint32_t stripe_mask;            /* bucket i is guarded by seq[i & stripe_mask] */
 	uint32_t alt_seed;               /* mixed into the alternate bucket */
 	uint32_t width;                  /* 8 or 16; 0: counting, take the library call */
+	const uint32_t *alt8;            /* 8-bit: the alternate-bucket t of each fingerprint */
 };
 
 /* Non-zero if one of a bucket's 4 lanes of `width` bits holds fp. */
@@ -111,14 +112,19 @@ admit_cuckoo_view_contains(const struct admit_cuckoo_view *v,
 	fp = (uint32_t)(h >> (64 - w));
 	fp += fp == 0;
 	i1 = (uint32_t)(((uint64_t)(uint32_t)h * v->m) >> 32);
-	/* The alternate bucket: (t - i1) mod m, t a mix of the fingerprint. */
-	t = fp ^ v->alt_seed;
-	t ^= t >> 16;
-	t *= 0x85ebca6bu;
-	t ^= t >> 13;
-	t *= 0xc2b2ae35u;
-	t ^= t >> 16;
-	t = (uint32_t)(((uint64_t)t * v->m) >> 32);
+	/* The alternate bucket: (t - i1) mod m, t a mix of the fingerprint;
+	 * at 8 bits the library keeps every fingerprint's t in a table. */
+	if (w == 8) {
+		t = v->alt8[fp];
+	} else {
+		t = fp ^ v->alt_seed;
+		t ^= t >> 16;
+		t *= 0x85ebca6bu;
+		t ^= t >> 13;
+		t *= 0xc2b2ae35u;
+		t ^= t >> 16;
+		t = (uint32_t)(((uint64_t)t * v->m) >> 32);
+	}
 	i2 = t >= i1 ? t - i1 : t + (v->m - i1);
 	sa = &v->seq[i1 & v->stripe_mask];
 	sb = &v->seq[i2 & v->stripe_mask];
