@@ -36,6 +36,22 @@ make(uint64_t capacity, unsigned expansion, unsigned max_filters)
 	return c;
 }
 
+/* Keys 0..n-1 (all added) are all found; returns how many of `probes`
+ * keys never added are found too. */
+static uint64_t
+false_positives(struct admit_chain *c, uint64_t n, uint64_t probes)
+{
+	struct tally t = TALLY_INIT;
+	uint64_t fp = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		tally(&t, admit_chain_contains(c, KEY(i)), i);
+	ck_assert_tally(t, "false negative");
+	for (uint64_t i = 0; i < probes; i++)
+		fp += admit_chain_contains(c, KEY(ABSENT + i));
+	return fp;
+}
+
 START_TEST(test_bad_config)
 {
 	struct admit_chain *c = (struct admit_chain *)0x1;
@@ -87,11 +103,7 @@ START_TEST(test_growth_fpr)
 		for (uint64_t i = 0; i < 20000; i++)
 			tally(&t, admit_chain_add(c, KEY(i)) == ADMIT_OK, i);
 		ck_assert_tally(t, "add");
-		for (uint64_t i = 0; i < 20000; i++)
-			tally(&t, admit_chain_contains(c, KEY(i)), i);
-		ck_assert_tally(t, "false negative");
-		for (uint64_t i = 0; i < probes; i++)
-			fp += admit_chain_contains(c, KEY(ABSENT + i));
+		fp = false_positives(c, 20000, probes);
 		ck_assert_int_eq(admit_chain_info(c, &info), ADMIT_OK);
 		ck_assert_uint_gt(info.filters, 1);
 		ck_assert_uint_eq(info.items, 20000);
@@ -262,6 +274,46 @@ START_TEST(test_delete_at)
 }
 END_TEST
 
+/* Byte flips of a dump (every byte of the first 200, then every step-th;
+ * none in [skip_lo, skip_hi)) with the outer checksum fixed up, so that the
+ * checks behind it are reached, are all refused, and nothing is written. */
+static void
+flips_refused(unsigned char *b, size_t len, size_t step, size_t skip_lo,
+              size_t skip_hi)
+{
+	struct admit_chain *e = (struct admit_chain *)0x1;
+
+	for (size_t i = 0; i + 8 < len; i += (i < 200 ? 1 : step)) {
+		uint64_t sum;
+
+		if (i >= skip_lo && i < skip_hi)
+			continue;
+		b[i] ^= 0x10;
+		sum = htole64(XXH3_64bits(b, len - 8));
+		memcpy(b + len - 8, &sum, 8);
+		ck_assert_msg(admit_chain_restore(b, len, &e) == ADMIT_ECORRUPT,
+		              "flip at %zu accepted", i);
+		b[i] ^= 0x10;
+	}
+	ck_assert_ptr_eq(e, (struct admit_chain *)0x1);
+}
+
+/* d dumps the very bytes of c's dump, which is returned (free it). */
+static void *
+same_dump(const struct admit_chain *c, const struct admit_chain *d,
+          size_t *len)
+{
+	void *buf = NULL, *buf2 = NULL;
+	size_t len2 = 0;
+
+	ck_assert_int_eq(admit_chain_dump(c, &buf, len), ADMIT_OK);
+	ck_assert_int_eq(admit_chain_dump(d, &buf2, &len2), ADMIT_OK);
+	ck_assert_uint_eq(*len, len2);
+	ck_assert(memcmp(buf, buf2, len2) == 0);
+	free(buf2);
+	return buf;
+}
+
 static void
 same_answers(struct admit_chain *a, struct admit_chain *b, uint64_t n)
 {
@@ -283,9 +335,9 @@ same_answers(struct admit_chain *a, struct admit_chain *b, uint64_t n)
 START_TEST(test_dump_restore)
 {
 	struct admit_chain *c = make(20, 2, 0), *d = NULL, *e;
-	void *buf = NULL, *buf2 = NULL;
+	void *buf = NULL;
 	unsigned char *b;
-	size_t len = 0, len2 = 0;
+	size_t len = 0;
 
 	for (uint64_t i = 0; i < 150; i++)
 		ck_assert_int_eq(admit_chain_add(c, KEY(i)), ADMIT_OK);
@@ -296,11 +348,7 @@ START_TEST(test_dump_restore)
 	ck_assert_int_eq(admit_chain_add(c, "x", 1), ADMIT_OK);
 	ck_assert_int_eq(admit_chain_add(d, "x", 1), ADMIT_OK);
 	free(buf);
-	ck_assert_int_eq(admit_chain_dump(c, &buf, &len), ADMIT_OK);
-	ck_assert_int_eq(admit_chain_dump(d, &buf2, &len2), ADMIT_OK);
-	ck_assert_uint_eq(len, len2);
-	ck_assert(memcmp(buf, buf2, len) == 0);
-	free(buf2);
+	buf = same_dump(c, d, &len);
 	admit_chain_free(d);
 
 	/* Every truncation and every byte flip is refused. */
@@ -316,17 +364,7 @@ START_TEST(test_dump_restore)
 	/* The same flips with the outer checksum fixed up, so the checks
 	 * behind it are reached: each filter's own checksum, the header's
 	 * ranges, each filter's capacity and seed against the chain's. */
-	for (size_t i = 0; i + 8 < len; i++) {
-		uint64_t sum;
-
-		b[i] ^= 0x10;
-		sum = htole64(XXH3_64bits(b, len - 8));
-		memcpy(b + len - 8, &sum, 8);
-		ck_assert_msg(admit_chain_restore(b, len, &e) == ADMIT_ECORRUPT,
-		              "flip at %zu accepted", i);
-		b[i] ^= 0x10;
-	}
-	ck_assert_ptr_eq(e, (struct admit_chain *)0x1);
+	flips_refused(b, len, 1, 0, 0);
 	ck_assert_int_eq(admit_chain_restore(NULL, 0, &e), ADMIT_ECORRUPT);
 	ck_assert_int_eq(admit_chain_restore(NULL, 5, &e), ADMIT_EINVAL);
 	ck_assert_int_eq(admit_chain_restore(b, len, NULL), ADMIT_EINVAL);
@@ -511,11 +549,7 @@ START_TEST(test_width_load)
 		ck_assert_int_eq(admit_chain_filter_info(c, 0, &fi), ADMIT_OK);
 		ck_assert_uint_eq(fi.items, 1000);
 		ck_assert_uint_eq(fi.capacity, 1000);
-		for (uint64_t i = 0; i < 20000; i++)
-			tally(&t, admit_chain_contains(c, KEY(i)), i);
-		ck_assert_tally(t, "false negative");
-		for (uint64_t i = 0; i < probes; i++)
-			fp += admit_chain_contains(c, KEY(ABSENT + i));
+		fp = false_positives(c, 20000, probes);
 		ck_assert_int_eq(admit_chain_info(c, &info), ADMIT_OK);
 		ck_assert_uint_eq(info.filters, 5); /* 1k+2k+4k+8k+16k */
 		ck_assert_double_eq(info.max_load, load);
@@ -539,14 +573,13 @@ END_TEST
  * chain, which grows on as the original does. */
 START_TEST(test_trim)
 {
-	struct admit_chain *c = make_wl(100, 2, 0, 16, 0.5), *d = NULL, *e;
+	struct admit_chain *c = make_wl(100, 2, 0, 16, 0.5), *d = NULL;
 	struct admit_chain_info a, b;
 	struct admit_chain_filter_info fi;
 	static unsigned where[3000];
-	void *buf = NULL, *buf2 = NULL;
-	size_t len = 0, len2 = 0;
+	void *buf = NULL;
+	size_t len = 0;
 	unsigned removed = 99, gone = 0;
-	unsigned char *p;
 
 	ck_assert_int_eq(admit_chain_trim(NULL, &removed), ADMIT_EINVAL);
 	ck_assert_int_eq(admit_chain_trim(c, &removed), ADMIT_OK);
@@ -591,32 +624,13 @@ START_TEST(test_trim)
 		ck_assert_int_eq(admit_chain_add(d, KEY(i)), ADMIT_OK);
 	}
 	free(buf);
-	ck_assert_int_eq(admit_chain_dump(c, &buf, &len), ADMIT_OK);
-	ck_assert_int_eq(admit_chain_dump(d, &buf2, &len2), ADMIT_OK);
-	ck_assert_uint_eq(len, len2);
-	ck_assert(memcmp(buf, buf2, len) == 0);
-	free(buf2);
+	buf = same_dump(c, d, &len);
 	admit_chain_free(d);
 	/* Version 2 checked as version 1 is: every flip behind a fixed-up
 	 * checksum is refused (trimmed, width, load, each filter).  Except in
 	 * the low six bytes of max_load (offsets 48 to 53): 0.5 plus 2^-40 is
 	 * another valid load, whose tables and limits are the same. */
-	p = buf;
-	e = (struct admit_chain *)0x1;
-	for (size_t i = 0; i + 8 < len; i += (i < 200 ? 1 : 97)) {
-		uint64_t sum;
-
-		if (i >= 48 && i < 54)
-			continue;
-
-		p[i] ^= 0x10;
-		sum = htole64(XXH3_64bits(p, len - 8));
-		memcpy(p + len - 8, &sum, 8);
-		ck_assert_msg(admit_chain_restore(p, len, &e) == ADMIT_ECORRUPT,
-		              "flip at %zu accepted", i);
-		p[i] ^= 0x10;
-	}
-	ck_assert_ptr_eq(e, (struct admit_chain *)0x1);
+	flips_refused(buf, len, 97, 48, 54);
 	free(buf);
 	/* Everything out: all but the newest go, indices shift by what
 	 * went (delete_at with the stored index minus the removed). */
@@ -713,9 +727,6 @@ START_TEST(test_dump_versions)
 		struct admit_chain_config cfg = {
 			.capacity = 100, .seed = SEED, .single_writer = true,
 		};
-		void *buf2 = NULL;
-		size_t len2 = 0;
-
 		ck_assert_int_eq(admit_chain_new(&cfg, &c), ADMIT_OK);
 		/* (A false positive may refuse a new key.) */
 		for (uint64_t i = 0; i < 500; i++)
@@ -729,12 +740,9 @@ START_TEST(test_dump_versions)
 		ck_assert_uint_eq(((unsigned char *)buf)[8], 2);
 		ck_assert_uint_eq(((unsigned char *)buf)[64], 1);
 		ck_assert_int_eq(admit_chain_restore(buf, len, &d), ADMIT_OK);
-		ck_assert_int_eq(admit_chain_dump(d, &buf2, &len2), ADMIT_OK);
-		ck_assert_uint_eq(len, len2);
-		ck_assert(memcmp(buf, buf2, len) == 0);
-		same_answers(c, d, 500);
 		free(buf);
-		free(buf2);
+		free(same_dump(c, d, &len));
+		same_answers(c, d, 500);
 		admit_chain_free(c);
 		admit_chain_free(d);
 	}
