@@ -774,7 +774,8 @@ START_TEST(test_set_parts_bad_args)
 	struct admit_lru_part huge[2] = { { "v", SIZE_MAX / 4 }, { "w", 1 } };
 	struct admit_lru_part wrap[3] = { { "a", SIZE_MAX / 2 }, { "b", SIZE_MAX / 2 },
 	                                  { "c", 4 } };
-	struct admit_lru_part big[2] = { { "v", 600 }, { "w", 600 } };
+	static const unsigned char v600[600], w600[600];
+	struct admit_lru_part big[2] = { { v600, 600 }, { w600, 600 } };
 
 	ck_assert_int_eq(admit_lru_set_parts(NULL, "k", 1, ok, 1, 0), ADMIT_EINVAL);
 	ck_assert_int_eq(admit_lru_set_parts(c, NULL, 1, ok, 1, 0), ADMIT_EINVAL);
