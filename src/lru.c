@@ -1148,47 +1148,11 @@ copy_parts(unsigned char *dst, const struct admit_lru_part *parts, size_t nparts
 	}
 }
 
-/* A set without expiry of the vlen bytes of parts; the caller checked the
- * arguments. */
-static enum admit_status
-set_plain(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
-          const struct admit_lru_part *parts, size_t nparts, size_t vlen)
-{
-	struct shard *s;
-	struct entry *e, *old;
-	_Atomic(struct entry *) *p;
-	bool kept;
-
-	if (klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4)
-		return ADMIT_ETOOBIG;
-	s = shard_of(c, h);
-	if (s->max_bytes && charge_of(klen, vlen) > s->max_bytes)
-		return ADMIT_ETOOBIG;
-	e = entry_new(h, key, klen, vlen, false);
-	if (!e)
-		return ADMIT_NOMEM;
-	copy_parts(e->data + klen, parts, nparts);
-	/* Before the contest, so the candidate's own request counts: a key
-	 * the simulation samples before its contests there, as before every
-	 * contest; any other after the drain, as compute records it, so that
-	 * get-then-set and compute keep one order of records (the drained
-	 * hits first). */
-	if (c->tlfu && recorded_in_get(c, h))
-		admit_tinylfu_record_hash(c->tlfu, h);
-	/* The weight, for byte capacities; and a key a mini cache turned
-	 * away at the get that missed gets a second contest there, as the
-	 * measured constants assume (doc/hit-ratio.md). */
-	simulate(c, h, c->by_bytes ? charge_of(klen, vlen) : 1, true);
-
-	shard_lock(c, s);
-	if (c->tlfu && !recorded_in_get(c, h))
-		admit_tinylfu_record_hash(c->tlfu, h);
-	expire_due(c, s);
-	old = find_live(c, s, h, key, klen, &p);
-	kept = set_locked(c, s, e, old, p);
-	pthread_mutex_unlock(&s->mu);
-	return kept ? ADMIT_OK : ADMIT_REJECTED;
-}
+static enum admit_status set_entry(struct admit_lru *c, uint64_t h,
+                                   const void *key, size_t klen,
+                                   const struct admit_lru_part *parts,
+                                   size_t nparts, size_t vlen,
+                                   uint64_t expires_at);
 
 enum admit_status
 admit_lru_set_hashed(struct admit_lru *c, uint64_t h, const void *key,
@@ -1198,7 +1162,7 @@ admit_lru_set_hashed(struct admit_lru *c, uint64_t h, const void *key,
 
 	if (!c || !admit_key_ok(key, klen) || (!value && vlen))
 		return ADMIT_EINVAL;
-	return set_plain(c, h, key, klen, &one, 1, vlen);
+	return set_entry(c, h, key, klen, &one, 1, vlen, 0);
 }
 
 /*
@@ -1521,10 +1485,10 @@ admit_lru_now(const struct admit_lru *c)
 	return c ? now_of(c) : 0;
 }
 
-/* A set of the vlen bytes of parts expiring at expires_at (not 0); the
- * caller checked the arguments. */
+/* Every set: the vlen bytes of parts, expiring at expires_at (0: never);
+ * the caller checked the arguments. */
 static enum admit_status
-set_timed(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
+set_entry(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
           const struct admit_lru_part *parts, size_t nparts, size_t vlen,
           uint64_t expires_at)
 {
@@ -1538,28 +1502,38 @@ set_timed(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	s = shard_of(c, h);
 	if (s->max_bytes && charge_of(klen, vlen) > s->max_bytes)
 		return ADMIT_ETOOBIG;
-	if (expires_at <= now_of(c)) {
+	if (expires_at && expires_at <= now_of(c)) {
 		/* Stored and expired at once: the key is gone. */
 		admit_lru_delete_hashed(c, h, key, klen);
 		return ADMIT_OK;
 	}
-	e = entry_new(h, key, klen, vlen, true);
+	e = entry_new(h, key, klen, vlen, expires_at != 0);
 	if (!e)
 		return ADMIT_NOMEM;
 	copy_parts(e->data + klen, parts, nparts);
-	simulate(c, h, c->by_bytes ? charge_of(klen, vlen) : 1, true);  /* a set */
+	/* Before the contest, so the candidate's own request counts: a key
+	 * the simulation samples before its contests there, as before every
+	 * contest; any other after the drain, as compute records it, so that
+	 * get-then-set and compute keep one order of records (the drained
+	 * hits first). */
+	if (c->tlfu && recorded_in_get(c, h))
+		admit_tinylfu_record_hash(c->tlfu, h);
+	/* The weight, for byte capacities; and a key a mini cache turned
+	 * away at the get that missed gets a second contest there, as the
+	 * measured constants assume (doc/hit-ratio.md). */
+	simulate(c, h, c->by_bytes ? charge_of(klen, vlen) : 1, true);
+
 	shard_lock(c, s);
 	/* The wheel is advanced before e joins it: advancing may remove what
 	 * is due, and e, not yet in the index or a list, must not be (its
 	 * time can pass while this call runs). */
 	expire_due(c, s);
-	if (!time_entry(c, s, e, expires_at)) {
+	if (expires_at && !time_entry(c, s, e, expires_at)) {
 		pthread_mutex_unlock(&s->mu);
 		admit_free(e);
 		return ADMIT_NOMEM;
 	}
-	/* Before the contest, so the candidate's own request counts. */
-	if (c->tlfu)
+	if (c->tlfu && !recorded_in_get(c, h))
 		admit_tinylfu_record_hash(c->tlfu, h);
 	old = find_live(c, s, h, key, klen, &p);
 	kept = set_locked(c, s, e, old, p);
@@ -1576,9 +1550,7 @@ admit_lru_set_expiring_hashed(struct admit_lru *c, uint64_t h, const void *key,
 
 	if (!c || !admit_key_ok(key, klen) || (!value && vlen))
 		return ADMIT_EINVAL;
-	if (expires_at == 0)
-		return set_plain(c, h, key, klen, &one, 1, vlen);
-	return set_timed(c, h, key, klen, &one, 1, vlen, expires_at);
+	return set_entry(c, h, key, klen, &one, 1, vlen, expires_at);
 }
 
 enum admit_status
@@ -1599,9 +1571,7 @@ admit_lru_set_parts_hashed(struct admit_lru *c, uint64_t h, const void *key,
 			return ADMIT_ETOOBIG;
 		vlen += parts[i].len;
 	}
-	if (expires_at == 0)
-		return set_plain(c, h, key, klen, parts, nparts, vlen);
-	return set_timed(c, h, key, klen, parts, nparts, vlen, expires_at);
+	return set_entry(c, h, key, klen, parts, nparts, vlen, expires_at);
 }
 
 enum admit_status
