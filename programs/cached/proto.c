@@ -219,7 +219,7 @@ static const struct {
 	{ "touch", CACHED_TOUCH }, { "flush_all", CACHED_FLUSH_ALL },
 	{ "verbosity", CACHED_VERBOSITY }, { "stats", CACHED_STATS },
 	{ "version", CACHED_VERSION }, { "quit", CACHED_QUIT },
-	{ "gat", CACHED_GAT }, { "gats", CACHED_GATS },
+	{ "gat", CACHED_GAT }, { "gats", CACHED_GATS }, { "mn", CACHED_MN },
 };
 
 /* A retrieval's key list from *p: the first key (if any) and the rest. */
@@ -283,6 +283,7 @@ cached_parse_line(const char *line, size_t len, struct cached_req *req)
 		return CACHED_PARSE_OK;
 	case CACHED_VERSION:
 	case CACHED_QUIT:
+	case CACHED_MN:
 		return CACHED_PARSE_OK;
 	default:
 		break;

@@ -602,7 +602,10 @@ do_stats(struct conn *c, const struct cached_req *req)
 	double gets;
 
 	if (req->rest_len) {
-		stats_arg(c, req->rest, req->rest_len);
+		/* Its first word: memcached ignores what follows. */
+		const char *sp = memchr(req->rest, ' ', req->rest_len);
+
+		stats_arg(c, req->rest, sp ? (size_t)(sp - req->rest) : req->rest_len);
 		return;
 	}
 	for (unsigned t = 0; t < srv->opt.threads; t++) {
@@ -779,6 +782,9 @@ execute(struct conn *c, struct cached_req *req)
 	case CACHED_QUIT:
 		c->closing = true;
 		return;
+	case CACHED_MN:
+		out_str(c, "MN\r\n");
+		return;
 	}
 }
 
@@ -823,7 +829,7 @@ process(struct conn *c)
 			if (avail < need)
 				break;  /* execute() made room for it */
 			if (buf[need - 2] != '\r' || buf[need - 1] != '\n')
-				refuse_update(c, &c->req, "CLIENT_ERROR bad data chunk\r\n");
+				reply(c, c->req.noreply, "CLIENT_ERROR bad data chunk\r\n");
 			else
 				do_update(c, &c->req, buf);
 			c->in_off += need;

@@ -299,6 +299,10 @@ cached_store_flush(struct cached_store *st, int64_t delay)
 		rc = flush_now(st);
 		if (rc == 0)
 			atomic_store(&st->flush_at, 0);
+		/* memcached takes a CAS unique to mark where an immediate
+		 * flush stands; taking one too keeps the uniques of both
+		 * servers alike for alike commands. */
+		atomic_fetch_add(&st->cas_seq, 1);
 	}
 	pthread_mutex_unlock(&st->flush_mu);
 	return rc;
