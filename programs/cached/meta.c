@@ -71,31 +71,6 @@ base64_decode(const char *p, size_t n, char *out, size_t *olen)
 	return true;
 }
 
-/* A token: [p, p + n). */
-struct mtok {
-	const char *p;
-	size_t n;
-};
-
-static size_t
-split(const char *p, const char *end, struct mtok *t, size_t max)
-{
-	size_t n = 0;
-
-	while (n < max) {
-		while (p < end && *p == ' ')
-			p++;
-		if (p == end)
-			break;
-		t[n].p = p;
-		while (p < end && *p != ' ')
-			p++;
-		t[n].n = (size_t)(p - t[n].p);
-		n++;
-	}
-	return n;
-}
-
 bool
 cached_meta_is(const char *line, size_t len)
 {
@@ -103,18 +78,12 @@ cached_meta_is(const char *line, size_t len)
 	       (len == 2 || line[2] == ' ');
 }
 
-/* strtol of a token into memcached's int32 (see proto.c). */
 static bool
 tok_i32(const char *p, size_t n, int64_t *out)
 {
-	uint64_t v;
-	bool neg = n && p[0] == '-';
+	struct cached_tok t = { p, n };
 
-	if (!cached_strtoull(p + neg, n - neg, &v) || (n > neg && p[neg] == '-') ||
-	    v > (uint64_t)INT64_MAX + neg)
-		return false;
-	*out = (int32_t)(uint32_t)(neg ? 0 - v : v);
-	return true;
+	return cached_tok_i32(&t, out);
 }
 
 /* Which flags each command takes; the rest are invalid. */
@@ -133,8 +102,8 @@ enum cached_parse
 cached_meta_parse(const char *line, size_t len, struct cached_meta *m,
                   const char **error)
 {
-	struct mtok t[CACHED_META_FLAGS + 3];
-	size_t n = split(line, line + len, t, CACHED_META_FLAGS + 3), first;
+	struct cached_tok t[CACHED_META_FLAGS + 3];
+	size_t n = cached_tokenize(line, line + len, t, CACHED_META_FLAGS + 3), first;
 	bool mgms;
 	char seen[128] = { 0 };
 
