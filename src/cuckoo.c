@@ -2,12 +2,18 @@
  * cuckoo.c - the concurrent cuckoo filter (doc/design.md §4).
  *
  * Progress and ordering, in brief:
- *  - Readers take no lock.  They read the stripe words of both buckets, the
- *    two buckets, and, if nothing matched, the stripe words again
- *    (stripe.h explains the acquire/release pairs).  A match is returned at
- *    once: the fingerprint was in the table at the instant it was read.  A
- *    miss is returned only if neither stripe changed; otherwise it re-reads.
- *    That catches a fingerprint in flight between its two buckets.
+ *  - Readers take no lock.  A lookup reads the stripe word of its second
+ *    bucket, the first bucket, the second, and, if nothing matched, that
+ *    stripe word again (stripe.h explains the acquire/release pairs).  A
+ *    match is returned at once: the fingerprint was in the table at the
+ *    instant it was read.  A miss is returned only if the stripe was even
+ *    and did not move; otherwise it re-reads.  One stripe is enough: if no
+ *    writer changed the second bucket between the two bucket reads, both
+ *    lacked the fingerprint at the instant the first was read, and the miss
+ *    is linearized there.  Whatever happened to the first bucket after its
+ *    read (a fingerprint arriving, by a kick or an insert) happened after
+ *    that instant.  A fingerprint in flight from the second bucket to the
+ *    first is what this catches: the mover holds the second's stripe.
  *  - Writers hold the stripes of every bucket they change, taken in
  *    ascending stripe order, at most two at a time, so there is no deadlock.
  *  - A move writes the fingerprint to its new bucket before clearing the old
@@ -230,6 +236,7 @@ struct probe {
 	const struct admit_cuckoo *f;
 	const void *table;	/* f->t32 or f->t64 */
 	struct cuckoo_pos p;
+	uint64_t fps;		/* p.fp in every lane (membership widths) */
 	uint64_t b1, b2;
 };
 
@@ -264,10 +271,10 @@ probe_load(struct probe *q, unsigned w)
  * classic "has a zero lane" test on b ^ fp in every lane, exact as a yes/no
  * (which lane it flags may be wrong). */
 static inline __attribute__((always_inline)) uint64_t
-swar_has(uint64_t b, uint32_t fp, unsigned w)
+swar_has(uint64_t b, uint64_t fps, unsigned w)
 {
 	uint64_t ones = w == 8 ? 0x01010101ull : 0x0001000100010001ull;
-	uint64_t x = b ^ (uint64_t)fp * ones;
+	uint64_t x = b ^ fps;
 
 	return (x - ones) & ~x & ones << (w - 1);
 }
@@ -276,7 +283,7 @@ static inline __attribute__((always_inline)) bool
 probe_match_w(struct probe *q, unsigned w)
 {
 	probe_load(q, w);
-	return (swar_has(q->b1, q->p.fp, w) | swar_has(q->b2, q->p.fp, w)) != 0;
+	return (swar_has(q->b1, q->fps, w) | swar_has(q->b2, q->fps, w)) != 0;
 }
 
 /* stripe_read() callbacks: a match stands without validation (the
@@ -316,6 +323,9 @@ probe_init(struct probe *q, const struct admit_cuckoo *f, unsigned w,
            struct stripe_reader *r)
 {
 	q->f = f;
+	/* By f->ones, a value the compiler cannot see: one multiply, where
+	 * for the constant it would spend six shifts and adds. */
+	q->fps = (uint64_t)q->p.fp * f->ones;
 	q->table = w == 8 ? (const void *)f->t32 :
 	           w == 16 ? (const void *)f->t64 :
 	           f->t32 ? (const void *)f->t32 : (const void *)f->t64;
@@ -343,27 +353,28 @@ lookup_slow(const struct admit_cuckoo *f, struct cuckoo_pos p)
 /* The first try inline, with no call on its path: a lookup that takes few
  * instructions lets the CPU overlap the cache misses of consecutive calls.
  * w is 8 or 16 for a membership filter of that width, 0 for any filter.
- * Every field of *f it needs is read before the first acquire load. */
+ * Every field of *f it needs is read before the first acquire load.  Only
+ * the second bucket's stripe is read (the file's head says why), with no
+ * branch before both buckets' loads are issued. */
 static inline __attribute__((always_inline)) bool
 lookup_w(const struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
 {
 	struct probe q = { .p = *p };
 	struct stripe_reader r;
+	uint32_t v;
 
 	probe_init(&q, f, w, &r);
 #ifdef ADMIT_BROKEN_SKIP_VALIDATION
 	/* ...and believe a miss without validating it: wrong. */
 	return probe_match_any(&q);
 #endif
-	/* stripe_read_try(), with the match inline. */
-	if (stripe_read_begin(&r)) {
-		if (w == 8 ? probe_match_w(&q, 8) : w == 16 ? probe_match_w(&q, 16)
-		                                             : probe_match_any(&q))
-			return true;
-		if (stripe_read_end(&r))
-			return false;
-		stat_bump(&stats_of(f, p->i1)->read_retries);
-	}
+	v = stripe_peek(r.b);
+	if (w == 8 ? probe_match_w(&q, 8) : w == 16 ? probe_match_w(&q, 16)
+	                                             : probe_match_any(&q))
+		return true;
+	if (stripe_unchanged(r.b, v))
+		return false;
+	stat_bump(&stats_of(f, p->i1)->read_retries);
 	return lookup_slow(f, *p);
 }
 
@@ -392,18 +403,19 @@ contains_hashed_w(const struct admit_cuckoo *f, uint64_t h, unsigned w)
 	struct probe q;
 	struct stripe_reader r;
 
+	uint32_t v;
+
 	cuckoo_locate_hash(f, h, w, &q.p);
 	probe_init(&q, f, w, &r);
 #ifdef ADMIT_BROKEN_SKIP_VALIDATION
 	/* As in lookup_w(): believe a miss without validating it. */
 	return probe_match_any(&q);
 #endif
-	if (stripe_read_begin(&r)) {
-		if (probe_match_w(&q, w))
-			return true;
-		if (stripe_read_end(&r))
-			return false;
-	}
+	v = stripe_peek(r.b);
+	if (probe_match_w(&q, w))
+		return true;
+	if (stripe_unchanged(r.b, v))
+		return false;
 	return contains_slow(f, h);
 }
 
@@ -469,13 +481,14 @@ admit_cuckoo_contains(const struct admit_cuckoo *f, const void *key, size_t len)
 {
 	/* The common call first, in as few tests as it takes: an 8-byte key
 	 * (so a non-NULL one is valid) of a membership filter. */
-	if (__builtin_expect(len != 8 || !key || !f, 0))
-		return contains_other(f, key, len);
-	if (f->lookup_width == 8)
-		return contains_key8(f, key);
-	if (f->lookup_width == 16)
-		return contains_key16(f, key);
-	return contains_any(f, key, len);
+	if (__builtin_expect(f != NULL, 1) && __builtin_expect(key != NULL, 1) &&
+	    __builtin_expect(len == 8, 1)) {
+		if (f->lookup_width == 16)
+			return contains_key16(f, key);
+		if (f->lookup_width == 8)
+			return contains_key8(f, key);
+	}
+	return contains_other(f, key, len);
 }
 
 unsigned

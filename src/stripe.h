@@ -144,6 +144,29 @@ stripe_read_end(const struct stripe_reader *r)
 	return stripe_pair_load(r) == r->v;
 }
 
+/*
+ * The one-stripe form, for a reader that reads several words in order and
+ * whose answer needs only the last one to have stayed put meanwhile (a
+ * cuckoo miss: cuckoo.c says why).  stripe_peek() before the first read,
+ * stripe_unchanged() after the last: true if the stripe was even at the
+ * peek and has not moved since, so no writer changed the words it guards
+ * between the two.  One load each and no branch at the peek.
+ */
+static inline __attribute__((always_inline)) uint32_t
+stripe_peek(const _Atomic uint32_t *s)
+{
+	/* acquire: pairs with the release in stripe_unlock(), and keeps the
+	 * guarded reads after it. */
+	return atomic_load_explicit(s, memory_order_acquire);
+}
+
+static inline __attribute__((always_inline)) bool
+stripe_unchanged(const _Atomic uint32_t *s, uint32_t v)
+{
+	/* acquire: as in stripe_read_end(). */
+	return ((atomic_load_explicit(s, memory_order_acquire) ^ v) | (v & 1)) == 0;
+}
+
 /* One try, no waiting.  A hot caller writes this try inline from the two
  * calls above (a callback through a pointer is not inlined by the
  * compiler) and leaves the loop below out of line. */
