@@ -85,13 +85,11 @@ stripe_unlock(_Atomic uint32_t *s)
  *
  * Cost, one thread, no writer: two loads of stripe words before the data
  * (a 16 KiB array of them that stays in L1/L2) and, for an answer that
- * needs it, two after, with a compare and a branch each: about 16
- * instructions of a lookup's 90-160, and no store, no locked instruction,
- * no fence (acquire loads are plain moves on x86-64).  It stays because it
- * is what makes a miss linearizable: a kick carries a fingerprint from one
- * bucket to the other between the reader's two bucket loads, and only the
- * second stripe read can tell (stress/stress_linear catches a build
- * without it).
+ * needs it, two after, with a compare and a branch each, and no store, no
+ * locked instruction, no fence (acquire loads are plain moves on x86-64).
+ * A cuckoo lookup's first try uses the one-stripe form below (half the
+ * loads, no branch before the data); its retries, and readers that need
+ * two words as one consistent pair, use this loop.
  */
 struct stripe_reader {
 	const _Atomic uint32_t *a, *b;
