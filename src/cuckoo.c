@@ -107,6 +107,11 @@ _Static_assert(offsetof(struct admit_cuckoo, view) == 0,
 
 /* ---- creation ----------------------------------------------------------- */
 
+static bool contains_key8(const struct admit_cuckoo *f, const void *key);
+static bool contains_key16(const struct admit_cuckoo *f, const void *key);
+static bool contains_key16t(const struct admit_cuckoo *f, const void *key);
+static bool contains_key_any(const struct admit_cuckoo *f, const void *key);
+
 uint32_t
 cuckoo_buckets_for(uint64_t capacity)
 {
@@ -136,6 +141,7 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 {
 	struct admit_cuckoo *f;
 	size_t table_bytes;
+	bool want_alt16;
 
 	f = admit_calloc(1, sizeof(*f));
 	if (!f)
@@ -151,7 +157,7 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->hash8 = admit_hash8_prepare(seed);
 	f->alt_seed = (uint32_t)(seed >> 32);
 	for (unsigned fp = 0; fp < 256; fp++)
-		f->alt8[fp] = admit_fastrange32(admit_mix32(fp ^ f->alt_seed), m);
+		f->alt8[fp] = cuckoo_alt_of(fp, f->alt_seed, m);
 	f->stripe_mask = stripes - 1;
 	if (fingerprint_bits == 8) {
 		f->ones = 0x01010101ull;
@@ -171,10 +177,19 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 		f->t32 = admit_table_alloc(table_bytes);
 	else
 		f->t64 = admit_table_alloc(table_bytes);
-	if (!f->seq || !f->stats || (!f->t32 && !f->t64)) {
+	want_alt16 = !counting && fingerprint_bits == 16 &&
+	             m >= CUCKOO_ALT16_MIN_BUCKETS;
+	if (want_alt16 && (f->alt16 = admit_malloc(65536 * sizeof(*f->alt16))))
+		for (unsigned fp = 0; fp < 65536; fp++)
+			f->alt16[fp] = cuckoo_alt_of(fp, f->alt_seed, m);
+	if (!f->seq || !f->stats || (!f->t32 && !f->t64) ||
+	    (want_alt16 && !f->alt16)) {
 		admit_cuckoo_free(f);
 		return ADMIT_NOMEM;
 	}
+	f->contains_key = f->lookup_width == 8 ? contains_key8 :
+	                  f->lookup_width != 16 ? contains_key_any :
+	                  f->alt16 ? contains_key16t : contains_key16;
 	f->view = (struct admit_cuckoo_view){
 		.table = f->t32 ? (const void *)f->t32 : (const void *)f->t64,
 		.seq = f->seq, .seed = f->seed, .m = f->m,
@@ -218,6 +233,7 @@ admit_cuckoo_free(struct admit_cuckoo *f)
 	admit_table_free(f->stats,
 	                 (size_t)(f->stripe_mask + 1) * sizeof(*f->stats));
 	admit_free(f->seq);
+	admit_free(f->alt16);
 	admit_free(f);
 }
 
@@ -398,14 +414,24 @@ contains_slow(const struct admit_cuckoo *f, uint64_t h)
  * f and h outlives the bucket loads on the way to the rare slow path.
  */
 static inline __attribute__((always_inline)) bool
-contains_hashed_w(const struct admit_cuckoo *f, uint64_t h, unsigned w)
+contains_hashed_wt(const struct admit_cuckoo *f, uint64_t h, unsigned w,
+                   bool tab)
 {
 	struct probe q;
 	struct stripe_reader r;
 
 	uint32_t v;
 
-	cuckoo_locate_hash(f, h, w, &q.p);
+	if (tab) {
+		/* cuckoo_locate_hash() at 16 bits, t by f->alt16. */
+		uint32_t fp = (uint32_t)(h >> 48);
+
+		q.p.fp = fp ? fp : 1;
+		q.p.i1 = admit_fastrange32((uint32_t)h, f->m);
+		q.p.i2 = cuckoo_alt_t(f, q.p.i1, f->alt16[q.p.fp]);
+	} else {
+		cuckoo_locate_hash(f, h, w, &q.p);
+	}
 	probe_init(&q, f, w, &r);
 #ifdef ADMIT_BROKEN_SKIP_VALIDATION
 	/* As in lookup_w(): believe a miss without validating it. */
@@ -417,6 +443,12 @@ contains_hashed_w(const struct admit_cuckoo *f, uint64_t h, unsigned w)
 	if (stripe_unchanged(r.b, v))
 		return false;
 	return contains_slow(f, h);
+}
+
+static inline __attribute__((always_inline)) bool
+contains_hashed_w(const struct admit_cuckoo *f, uint64_t h, unsigned w)
+{
+	return contains_hashed_wt(f, h, w, false);
 }
 
 static inline __attribute__((always_inline)) bool
@@ -476,18 +508,28 @@ contains_key16(const struct admit_cuckoo *f, const void *key)
 	return contains_hashed_w(f, admit_hash8(key, f->hash8, f->seed), 16);
 }
 
+/* A 16-bit filter with f->alt16. */
+static __attribute__((noinline)) bool
+contains_key16t(const struct admit_cuckoo *f, const void *key)
+{
+	return contains_hashed_wt(f, admit_hash8(key, f->hash8, f->seed), 16,
+	                          true);
+}
+
+static bool
+contains_key_any(const struct admit_cuckoo *f, const void *key)
+{
+	return contains_any(f, key, 8);
+}
+
 bool
 admit_cuckoo_contains(const struct admit_cuckoo *f, const void *key, size_t len)
 {
-	/* The common call first, in as few tests as it takes: an 8-byte key
-	 * (so a non-NULL one is valid) of a membership filter. */
+	/* The common call first, in three tests and one jump: an 8-byte key
+	 * (so a non-NULL one is valid), by the filter's lookup. */
 	if (__builtin_expect(f != NULL, 1) && __builtin_expect(key != NULL, 1) &&
-	    __builtin_expect(len == 8, 1)) {
-		if (f->lookup_width == 16)
-			return contains_key16(f, key);
-		if (f->lookup_width == 8)
-			return contains_key8(f, key);
-	}
+	    __builtin_expect(len == 8, 1))
+		return f->contains_key(f, key);
 	return contains_other(f, key, len);
 }
 
