@@ -8,9 +8,9 @@
  * contains_many, in Mops/s, the median of --reps repetitions.  The keys of
  * every timed phase are drawn into arrays before the clock starts, as a user
  * holds the keys they look up.  Baselines:
- *   textbook     the single-threaded cuckoo filter of the CoNEXT 2014 paper
- *                (textbook.h), 1 thread only; its contains_many row is 16
- *                single lookups;
+ *   reference    the CoNEXT 2014 authors' cuckoo filter (refcf_set.cc, from
+ *                ../shared when configure found it), 1 thread only; its
+ *                contains_many row is 16 single lookups;
  *   admit-inline the same filter, lookups by admit_cuckoo_contains_inline()
  *                (admit/cuckoo_inline.h), the rest by the library;
  *   admit-mutex  the same filter behind one global pthread_mutex;
@@ -45,21 +45,20 @@
 
 #include "hash.h"
 #include "sets.h"
-#include "textbook.h"
 
 /* ---- what is measured --------------------------------------------------- */
 
-enum kind { S_ADMIT, S_REF, S_TEXTBOOK, S_INLINE, S_MUTEX, S_BLOOM, S_LFHT,
-            S_LCUCKOO, NKIND };
-static const char *kind_name[NKIND] = { "admit", "reference", "textbook",
-                                        "admit-inline", "admit-mutex", "bloom",
-                                        "lfht", "libcuckoo" };
+enum kind { S_ADMIT, S_REF, S_INLINE, S_MUTEX, S_BLOOM, S_LFHT, S_LCUCKOO,
+            NKIND };
+static const char *kind_name[NKIND] = { "admit", "reference", "admit-inline",
+                                        "admit-mutex", "bloom", "lfht",
+                                        "libcuckoo" };
 
-/* The single-threaded filters: measured on 1 thread only. */
+/* The single-threaded filter: measured on 1 thread only. */
 static bool
 single_threaded(enum kind k)
 {
-	return k == S_REF || k == S_TEXTBOOK;
+	return k == S_REF;
 }
 
 enum op { OP_INSERT, OP_POS, OP_NEG, OP_MIXED, OP_DELETE, OP_MANY,
@@ -91,7 +90,7 @@ static struct {
 	.n = 16u << 20, .bits = 16, .seconds = 0.2, .seed = 42, .reps = 5,
 	.nthreads = 4, .threads = { 1, 2, 8, 16 },
 	.nloads = 4, .loads = { 50, 75, 90, 95 },
-	.want = { true, true, true, true, true, true, true, true },
+	.want = { true, true, true, true, true, true, true },
 };
 
 /* results[kind][thread index][load index][op][rep]; NAN = not measured. */
@@ -192,7 +191,6 @@ struct subject {
 	struct bench_bloom *bloom;
 	struct bench_lfht *lfht;
 	struct bench_lcuckoo *lc;
-	struct bench_textbook *tb;
 	struct bench_ref *ref;
 	uint64_t seed;
 };
@@ -232,12 +230,6 @@ subject_new(struct subject *s, enum kind kind, uint64_t seed)
 		if (!s->bloom)
 			die("bloom: out of memory");
 		break;
-	case S_TEXTBOOK:
-		/* Sized for the most items any load point puts in. */
-		if (!(s->tb = bench_textbook_new(items_at(opt.nloads - 1),
-		                                 opt.bits, seed)))
-			die("textbook: out of memory");
-		break;
 	case S_REF:
 #ifdef HAVE_REFCF
 		/* Sized by its own constructor for the most items any load
@@ -267,7 +259,6 @@ subject_free(struct subject *s)
 	admit_cuckoo_free(s->f);
 	bench_bloom_free(s->bloom);
 	bench_lfht_free(s->lfht);
-	bench_textbook_free(s->tb);
 #ifdef HAVE_REFCF
 	bench_ref_free(s->ref);
 #endif
@@ -306,8 +297,6 @@ s_insert(struct subject *s, uint64_t key)
 		ok = admit_cuckoo_insert(s->f, &key, sizeof(key)) == ADMIT_OK;
 		pthread_mutex_unlock(&s->mu);
 		return ok;
-	case S_TEXTBOOK:
-		return bench_textbook_insert(s->tb, key);
 	case S_REF:
 #ifdef HAVE_REFCF
 		return bench_ref_insert(s->ref, key);
@@ -341,8 +330,6 @@ s_contains(struct subject *s, uint64_t key)
 		ok = admit_cuckoo_contains(s->f, &key, sizeof(key));
 		pthread_mutex_unlock(&s->mu);
 		return ok;
-	case S_TEXTBOOK:
-		return bench_textbook_contains(s->tb, key);
 	case S_REF:
 #ifdef HAVE_REFCF
 		return bench_ref_contains(s->ref, key);
@@ -374,8 +361,6 @@ s_delete(struct subject *s, uint64_t key)
 		ok = admit_cuckoo_delete(s->f, &key, sizeof(key)) == ADMIT_OK;
 		pthread_mutex_unlock(&s->mu);
 		return ok;
-	case S_TEXTBOOK:
-		return bench_textbook_delete(s->tb, key);
 	case S_REF:
 #ifdef HAVE_REFCF
 		return bench_ref_delete(s->ref, key);
@@ -392,8 +377,8 @@ s_delete(struct subject *s, uint64_t key)
 }
 
 /* MANY lookups of the keys kp[0..MANY) (pointers to 8-byte keys, which
- * lie in one array); returns the hits.  The single-threaded filters have no
- * batch call: 16 single lookups. */
+ * lie in one array); returns the hits.  The reference has no batch call:
+ * 16 single lookups. */
 static inline unsigned
 s_many(struct subject *s, const void *const *kp)
 {
@@ -406,12 +391,6 @@ s_many(struct subject *s, const void *const *kp)
 	if (s->kind == S_REF)
 		return (unsigned)bench_ref_contains_pass(s->ref, kp[0], MANY);
 #endif
-	if (s->kind == S_TEXTBOOK) {
-		for (int j = 0; j < MANY; j++)
-			hits += bench_textbook_contains(s->tb,
-			                                *(const uint64_t *)kp[j]);
-		return hits;
-	}
 	if (s->kind == S_MUTEX)
 		pthread_mutex_lock(&s->mu);
 	admit_cuckoo_contains_many(s->f, MANY, kp, lens, out);
@@ -493,10 +472,6 @@ lookup_pass(struct subject *s, const uint64_t *keys, size_t n)
 	case S_REF:
 		return bench_ref_contains_pass(s->ref, keys, n);
 #endif
-	case S_TEXTBOOK:
-		for (size_t i = 0; i < n; i++)
-			hits += bench_textbook_contains(s->tb, keys[i]);
-		return hits;
 	default:
 		for (size_t i = 0; i < n; i++)
 			hits += s_contains(s, keys[i]);
@@ -732,8 +707,6 @@ measure(enum kind k, int ti, int rep)
 		if (k == S_ADMIT || k == S_MUTEX || k == S_BLOOM)
 			bytes_at[k][li] = k == S_BLOOM ? bench_bloom_memory(s.bloom)
 			                               : admit_cuckoo_memory(s.f);
-		if (k == S_TEXTBOOK)
-			bytes_at[k][li] = bench_textbook_memory(s.tb);
 #ifdef HAVE_REFCF
 		if (k == S_REF)
 			bytes_at[k][li] = bench_ref_memory(s.ref);
@@ -1022,10 +995,10 @@ cell(int width, double v)
 static void
 print_table(const double lim[2][2])
 {
-	static const enum kind base[] = { S_REF, S_TEXTBOOK, S_MUTEX, S_BLOOM,
-	                                  S_LFHT, S_LCUCKOO };
+	static const enum kind base[] = { S_REF, S_MUTEX, S_BLOOM, S_LFHT,
+	                                  S_LCUCKOO };
 	static const char *const short_name[NKIND] = {
-		[S_REF] = "ref", [S_TEXTBOOK] = "textbk", [S_MUTEX] = "mutex",
+		[S_REF] = "ref", [S_MUTEX] = "mutex",
 		[S_BLOOM] = "bloom", [S_LFHT] = "lfht", [S_LCUCKOO] = "lcuckoo" };
 	enum kind inl = S_INLINE;
 	enum { NBASE = sizeof(base) / sizeof(base[0]) };
@@ -1035,9 +1008,8 @@ print_table(const double lim[2][2])
 	       (unsigned long long)opt.n, (unsigned long long)slots, opt.bits,
 	       reps_done, opt.seconds, (unsigned long long)opt.seed,
 	       opt.cpu_clock ? "cpu" : "wall", ncpu);
-	printf("(ref = the CoNEXT 2014 authors' filter, textbk = textbook: 1 thread "
-	       "only; their contains_many is 16 single lookups, their insert_many "
-	       "their inserts)\n");
+	printf("(ref = the CoNEXT 2014 authors' filter: 1 thread only; its "
+	       "contains_many is 16 single lookups, its insert_many its inserts)\n");
 	printf("\n%-3s %-4s %-13s %8s", "thr", "load", "op", "admit");
 	for (int b = 0; b < NBASE; b++)
 		printf(" %8s", short_name[base[b]]);
@@ -1067,8 +1039,8 @@ print_table(const double lim[2][2])
 		putchar('\n');
 	}
 	printf("memory, bits per item (admit / exact set = how many times smaller):\n");
-	printf("%-4s %8s %8s %8s %8s %8s %8s   %s\n", "load", "admit", "ref",
-	       "textbook", "bloom", "lfht", "lcuckoo", "lfht/admit lcuckoo/admit");
+	printf("%-4s %8s %8s %8s %8s %8s   %s\n", "load", "admit", "ref",
+	       "bloom", "lfht", "lcuckoo", "lfht/admit lcuckoo/admit");
 	for (int li = 0; li < opt.nloads; li++) {
 		printf("%3u%% ", opt.loads[li]);
 		for (enum kind k = 0; k < NKIND; k++)
@@ -1173,7 +1145,7 @@ usage(void)
 	        "         [--loads 50,75,90,95] [--seconds S] [--reps R] [--seed S]\n"
 	        "         [--clock wall|cpu] [--progress (a table after every rep)]\n"
 	        "         [--keep (build each structure once; one load point)]\n"
-	        "         [--structures admit,reference,textbook,admit-inline,\n"
+	        "         [--structures admit,reference,admit-inline,\n"
 	        "                       admit-mutex,bloom,lfht,libcuckoo] [--csv]\n");
 	exit(2);
 }

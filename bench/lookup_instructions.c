@@ -12,9 +12,9 @@
  * inclusive count divided by 262144 is instructions per lookup, the loop's
  * own included.  loop_admit calls admit_cuckoo_contains(), loop_inline
  * admit_cuckoo_view_contains(), loop_many admit_cuckoo_contains_many() (16
- * keys a call, the loop's work per key included), loop_textbook the
- * textbook filter (textbook.h), loop_ref the CoNEXT 2014 authors' filter
- * (refcf_set.cc, when configure found it).  The first argument is the fingerprint width, 8 or 16.
+ * keys a call, the loop's work per key included), loop_ref the CoNEXT
+ * 2014 authors' filter (refcf_set.cc, when configure found it).  The first
+ * argument is the fingerprint width, 8 or 16.
  */
 #include "config.h"
 
@@ -27,11 +27,10 @@
 
 #include "benchutil.h"
 #include "sets.h"
-#include "textbook.h"
 
 /* 95 % of admit's 526,316 buckets (2^19 or more: a 16-bit filter of that
- * size looks its alternate buckets up in a table), of the reference's and
- * the textbook's 2^19. */
+ * size looks its alternate buckets up in a table), of the reference's
+ * 2^19. */
 #define ITEMS 2000000u
 #define LOOKUPS (1u << 18)
 
@@ -80,16 +79,6 @@ loop_many(const struct admit_cuckoo *f, const uint64_t *k)
 	return hits;
 }
 
-static __attribute__((noinline)) unsigned
-loop_textbook(const struct bench_textbook *t, const uint64_t *k)
-{
-	unsigned hits = 0;
-
-	for (unsigned i = 0; i < LOOKUPS; i++)
-		hits += bench_textbook_contains(t, k[i]);
-	return hits;
-}
-
 #ifdef HAVE_REFCF
 static __attribute__((noinline)) unsigned
 loop_ref(const struct bench_ref *r, const uint64_t *k)
@@ -107,14 +96,12 @@ main(int argc, char **argv)
 	struct admit_cuckoo_config cfg = { .capacity = ITEMS,
 	                                   .fingerprint_bits = bits, .seed = 7 };
 	struct admit_cuckoo *f;
-	struct bench_textbook *t;
 
 #ifdef HAVE_REFCF
 	struct bench_ref *r = bench_ref_new(ITEMS, bits);
 #endif
 
 	if ((bits != 8 && bits != 16) || admit_cuckoo_new(&cfg, &f) != ADMIT_OK ||
-	    !(t = bench_textbook_new(ITEMS, bits, 7)) ||
 	    (argc > 2 && strcmp(argv[2], "absent") && strcmp(argv[2], "present"))) {
 		fprintf(stderr, "usage: lookup_instructions 8|16 [present|absent]\n");
 		return 2;
@@ -123,7 +110,6 @@ main(int argc, char **argv)
 		uint64_t key = bench_key(i);
 
 		(void)admit_cuckoo_insert(f, &key, 8);
-		(void)bench_textbook_insert(t, key);
 #ifdef HAVE_REFCF
 		(void)bench_ref_insert(r, key);
 #endif
@@ -133,9 +119,9 @@ main(int argc, char **argv)
 		absent[i] = bench_key(i | 1ull << 63);
 	}
 	k = absent_keys ? absent : present;
-	printf("%s keys, hits: admit %u, inline %u, many %u, textbook %u",
+	printf("%s keys, hits: admit %u, inline %u, many %u",
 	       absent_keys ? "absent" : "present", loop_admit(f, k),
-	       loop_inline(f, k), loop_many(f, k), loop_textbook(t, k));
+	       loop_inline(f, k), loop_many(f, k));
 #ifdef HAVE_REFCF
 	printf(", reference %u", loop_ref(r, k));
 	bench_ref_free(r);
@@ -144,6 +130,5 @@ main(int argc, char **argv)
 #endif
 	putchar('\n');
 	admit_cuckoo_free(f);
-	bench_textbook_free(t);
 	return 0;
 }
