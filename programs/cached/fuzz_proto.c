@@ -51,6 +51,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			assert(req.error && strlen(req.error) > 0);
 			break;
 		case CACHED_PARSE_ERROR:
+		case CACHED_PARSE_CLOSE:
 			break;
 		}
 		p += used;

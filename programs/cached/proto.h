@@ -18,28 +18,33 @@ enum cached_cmd {
 	CACHED_GET, CACHED_GETS, CACHED_SET, CACHED_ADD, CACHED_REPLACE,
 	CACHED_APPEND, CACHED_PREPEND, CACHED_CAS, CACHED_DELETE, CACHED_INCR,
 	CACHED_DECR, CACHED_TOUCH, CACHED_FLUSH_ALL, CACHED_VERBOSITY,
-	CACHED_STATS, CACHED_VERSION, CACHED_QUIT,
+	CACHED_STATS, CACHED_VERSION, CACHED_QUIT, CACHED_GAT, CACHED_GATS,
+	CACHED_MN,
 };
 
 enum cached_parse {
 	CACHED_PARSE_OK,
 	CACHED_PARSE_ERROR,        /* unknown command or wrong arity: "ERROR" */
-	CACHED_PARSE_CLIENT_ERROR, /* "CLIENT_ERROR <req->error>" */
+	CACHED_PARSE_CLIENT_ERROR, /* "CLIENT_ERROR <req->error>", unless
+	                            * req->noreply */
+	CACHED_PARSE_CLOSE,        /* an HTTP request line: hang up */
 };
 
 struct cached_req {
 	enum cached_cmd cmd;
 	const char *key;       /* first key (every command that has one) */
 	size_t klen;
-	const char *rest;      /* get/gets: the keys after the first; stats:
-	                        * its argument (may be empty) */
+	const char *rest;      /* get/gets/gat/gats: the keys after the
+	                        * first; stats: its argument (may be empty) */
 	size_t rest_len;
 	uint32_t flags;
-	int64_t exptime;       /* also touch's exptime and flush_all's delay */
+	int64_t exptime;       /* also touch's and gat's exptime and
+	                        * flush_all's delay */
 	uint64_t bytes;        /* storage commands: data block length */
 	uint64_t cas;          /* cas: the unique to compare */
 	uint64_t delta;        /* incr/decr */
-	bool noreply;
+	bool noreply;          /* the last token is "noreply": no reply at
+	                        * all, errors included (as memcached) */
 	bool has_data;         /* a data block of bytes + 2 follows the line,
 	                        * also after a CLIENT_ERROR (swallow it) */
 	const char *error;     /* CACHED_PARSE_CLIENT_ERROR's message */
@@ -68,5 +73,13 @@ enum cached_parse cached_parse_line(const char *line, size_t len,
  */
 bool cached_next_key(const char **p, const char *end, const char **key,
                      size_t *klen);
+
+/*
+ * memcached's safe_strtoull over p[0..n): C's strtoull (leading white
+ * space, a sign) of a number that ends at the end, a NUL or white space;
+ * false on overflow, no digits, or a negative number.  Also reads an
+ * item's data for incr/decr.
+ */
+bool cached_strtoull(const char *p, size_t n, uint64_t *out);
 
 #endif /* CACHED_PROTO_H */

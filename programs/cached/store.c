@@ -299,6 +299,10 @@ cached_store_flush(struct cached_store *st, int64_t delay)
 		rc = flush_now(st);
 		if (rc == 0)
 			atomic_store(&st->flush_at, 0);
+		/* memcached takes a CAS unique to mark where an immediate
+		 * flush stands; taking one too keeps the uniques of both
+		 * servers alike for alike commands. */
+		atomic_fetch_add(&st->cas_seq, 1);
 	}
 	pthread_mutex_unlock(&st->flush_mu);
 	return rc;
@@ -359,6 +363,8 @@ struct upd {
 	uint64_t expires;         /* the request's exptime on lru's clock */
 	enum cached_result r;     /* the reply, unless the store fails */
 	uint64_t value;           /* incr/decr: the new number */
+	cached_reader_t fn;       /* gat: the reader of the item */
+	void *arg;
 };
 
 /* Whether up holds one of our items; *cas, *flags, *data, *len its parts. */
@@ -400,29 +406,6 @@ put(struct upd *u, struct admit_lru_update *up, uint32_t flags,
 	if (blen)
 		memcpy(p + HDR + alen, b, blen);
 	return ADMIT_LRU_STORE;
-}
-
-/* A decimal number, optionally followed by spaces (memcached pads). */
-static bool
-parse_number(const char *p, size_t n, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t i = 0;
-
-	for (; i < n && p[i] >= '0' && p[i] <= '9'; i++) {
-		unsigned d = (unsigned)(p[i] - '0');
-
-		if (v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	if (i == 0)
-		return false;
-	for (; i < n; i++)
-		if (p[i] != ' ')
-			return false;
-	*out = v;
-	return true;
 }
 
 /* The updater of every read-modify-write command; runs under the key's
@@ -476,7 +459,7 @@ updater(struct admit_lru_update *up, void *arg)
 			u->r = CACHED_NOT_FOUND;
 			return ADMIT_LRU_KEEP;
 		}
-		if (!parse_number(old, oldlen, &v)) {
+		if (!oldlen || !cached_strtoull(old, oldlen, &v)) {
 			u->r = CACHED_NON_NUMERIC;
 			return ADMIT_LRU_KEEP;
 		}
@@ -487,6 +470,19 @@ updater(struct admit_lru_update *up, void *arg)
 		len = snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
 		u->r = CACHED_NUMBER;
 		u->value = v;
+		/* A number no longer than the old value is padded with
+		 * spaces to its length, as memcached rewrites it in place. */
+		if ((size_t)len < oldlen) {
+			char *p = admit_lru_update_alloc(up, HDR + oldlen);
+
+			if (p) {
+				hdr_put(p, atomic_fetch_add(&u->st->cas_seq, 1) + 1,
+				        flags);
+				memcpy(p + HDR, num, (size_t)len);
+				memset(p + HDR + len, ' ', oldlen - (size_t)len);
+			}
+			return ADMIT_LRU_STORE;
+		}
 		return put(u, up, flags, NULL, num, (size_t)len, NULL, 0);
 	case CACHED_TOUCH:
 		if (!found) {
@@ -497,6 +493,21 @@ updater(struct admit_lru_update *up, void *arg)
 		 * still guards a cas after it. */
 		u->r = CACHED_TOUCHED;
 		up->expires = u->expires;
+		return put(u, up, flags, &cas, old, oldlen, NULL, 0);
+	case CACHED_GAT:
+	case CACHED_GATS:
+		if (!found) {
+			u->r = CACHED_NOT_FOUND;
+			return ADMIT_LRU_KEEP;
+		}
+		/* A touch that lends the item to the reader as well. */
+		u->r = CACHED_TOUCHED;
+		up->expires = u->expires;
+		{
+			struct cached_item it = { flags, cas, old, oldlen };
+
+			u->fn(&it, u->arg);
+		}
 		return put(u, up, flags, &cas, old, oldlen, NULL, 0);
 	default:
 		u->r = CACHED_NOMEM;  /* not a read-modify-write: cannot happen */
@@ -585,6 +596,23 @@ cached_store_touch(struct cached_store *st, struct cached_scratch *s,
                    const struct cached_req *req)
 {
 	return compute(st, s, req, NULL, NULL);
+}
+
+enum cached_lookup
+cached_store_gat(struct cached_store *st, struct cached_scratch *s,
+                 const char *key, size_t klen, int64_t exptime,
+                 cached_reader_t fn, void *arg)
+{
+	struct cached_req req = { .cmd = CACHED_GAT,
+	                          .key = key, .klen = klen, .exptime = exptime };
+	struct upd u = { .st = st, .req = &req, .r = CACHED_NOMEM, .fn = fn,
+	                 .arg = arg };
+	uint64_t h = begin(st, s, key, klen);
+
+	u.expires = expires_at(s->lru, exptime);
+	admit_lru_compute_hashed(s->lru, h, key, klen, updater, &u);
+	hz_release(st, s);
+	return u.r == CACHED_NOT_FOUND ? CACHED_MISS : CACHED_HIT;
 }
 
 void

@@ -100,6 +100,12 @@ enum cached_result cached_store_arith(struct cached_store *st,
                                       struct cached_scratch *s,
                                       const struct cached_req *req,
                                       uint64_t *value);
+/* gat/gats: as cached_store_get, and on CACHED_HIT the item's expiry is
+ * now exptime's (its CAS unique unchanged; fn sees it before). */
+enum cached_lookup cached_store_gat(struct cached_store *st,
+                                    struct cached_scratch *s, const char *key,
+                                    size_t klen, int64_t exptime,
+                                    cached_reader_t fn, void *arg);
 enum cached_result cached_store_touch(struct cached_store *st,
                                       struct cached_scratch *s,
                                       const struct cached_req *req);
