@@ -368,6 +368,22 @@ probe_init(struct probe *q, const struct admit_cuckoo *f, unsigned w,
 	r->b = cuckoo_stripe(f, q->p.i2);
 }
 
+/* cuckoo_locate_hash() for width w (8 or 16); tab: by f->alt16. */
+static inline __attribute__((always_inline)) void
+locate_w(const struct admit_cuckoo *f, uint64_t h, unsigned w, bool tab,
+         struct cuckoo_pos *p)
+{
+	if (tab) {
+		uint32_t fp = (uint32_t)(h >> 48);
+
+		p->fp = fp ? fp : 1;
+		p->i1 = admit_fastrange32((uint32_t)h, f->m);
+		p->i2 = cuckoo_alt_t(f, p->i1, f->alt16[p->fp]);
+	} else {
+		cuckoo_locate_hash(f, h, w, p);
+	}
+}
+
 /* The waiting loop, out of line: it may call sched_yield(), and the
  * registers that call needs saved would cost every lookup, not just the
  * rare one that meets a writer.  It takes the position by value so that
@@ -441,16 +457,7 @@ contains_hashed_wt(const struct admit_cuckoo *f, uint64_t h, unsigned w,
 
 	uint32_t v;
 
-	if (tab) {
-		/* cuckoo_locate_hash() at 16 bits, t by f->alt16. */
-		uint32_t fp = (uint32_t)(h >> 48);
-
-		q.p.fp = fp ? fp : 1;
-		q.p.i1 = admit_fastrange32((uint32_t)h, f->m);
-		q.p.i2 = cuckoo_alt_t(f, q.p.i1, f->alt16[q.p.fp]);
-	} else {
-		cuckoo_locate_hash(f, h, w, &q.p);
-	}
+	locate_w(f, h, w, tab, &q.p);
 	probe_init(&q, f, w, &r);
 #ifdef ADMIT_BROKEN_SKIP_VALIDATION
 	/* As in lookup_w(): believe a miss without validating it. */
@@ -594,7 +601,7 @@ bucket_addr_w(const struct admit_cuckoo *f, uint32_t i, unsigned w)
 static inline __attribute__((always_inline)) void
 contains_many_w(const struct admit_cuckoo *f, size_t n,
                 const void *const keys[], const size_t lens[], bool out[],
-                unsigned w)
+                unsigned w, bool tab)
 {
 	struct cuckoo_pos pos[BATCH];
 
@@ -611,9 +618,9 @@ contains_many_w(const struct admit_cuckoo *f, size_t n,
 			}
 			/* 8-byte keys with the seed's part of XXH3 prepared
 			 * (hash.h): the same hash, fewer instructions. */
-			cuckoo_locate_hash(f, len == 8 ? admit_hash8(key, f->hash8, f->seed)
-			                               : admit_hash(key, len, f->seed),
-			                   w ? w : f->fp_bits, &pos[j]);
+			locate_w(f, len == 8 ? admit_hash8(key, f->hash8, f->seed)
+			                     : admit_hash(key, len, f->seed),
+			         w ? w : f->fp_bits, tab, &pos[j]);
 			__builtin_prefetch(bucket_addr_w(f, pos[j].i1, w));
 			__builtin_prefetch(bucket_addr_w(f, pos[j].i2, w));
 		}
@@ -631,13 +638,16 @@ admit_cuckoo_contains_many(const struct admit_cuckoo *f, size_t n,
 		return;
 	switch (f->lookup_width) {
 	case 8:
-		contains_many_w(f, n, keys, lens, out, 8);
+		contains_many_w(f, n, keys, lens, out, 8, false);
 		break;
 	case 16:
-		contains_many_w(f, n, keys, lens, out, 16);
+		if (f->alt16)
+			contains_many_w(f, n, keys, lens, out, 16, true);
+		else
+			contains_many_w(f, n, keys, lens, out, 16, false);
 		break;
 	default:
-		contains_many_w(f, n, keys, lens, out, 0);
+		contains_many_w(f, n, keys, lens, out, 0, false);
 	}
 }
 

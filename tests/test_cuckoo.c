@@ -248,7 +248,7 @@ START_TEST(test_alt_table)
 	const uint64_t n = 2000000;
 	struct admit_cuckoo *f = make(n, 16, false);
 	struct admit_cuckoo_stats st;
-	struct tally ins = TALLY_INIT, look = TALLY_INIT;
+	struct tally ins = TALLY_INIT, look = TALLY_INIT, many = TALLY_INIT;
 	uint64_t fp = 0;
 
 	for (uint64_t i = 0; i < n; i++)
@@ -257,8 +257,25 @@ START_TEST(test_alt_table)
 		tally(&look, admit_cuckoo_contains(f, KEY(i)), i);
 	for (uint64_t i = n; i < 2 * n; i++)
 		fp += admit_cuckoo_contains(f, KEY(i));
+	/* contains_many reads the same table. */
+	for (uint64_t i = 0; i < n; i += 16) {
+		uint64_t k[16];
+		const void *kp[16];
+		size_t lens[16];
+		bool out[16];
+
+		for (int j = 0; j < 16; j++) {
+			k[j] = test_key(i + (uint64_t)j);
+			kp[j] = &k[j];
+			lens[j] = sizeof(k[j]);
+		}
+		admit_cuckoo_contains_many(f, 16, kp, lens, out);
+		for (int j = 0; j < 16; j++)
+			tally(&many, out[j], i + (uint64_t)j);
+	}
 	ck_assert_tally(ins, "insert");
 	ck_assert_tally(look, "false negatives");
+	ck_assert_tally(many, "false negatives of contains_many");
 	ck_assert_int_eq(admit_cuckoo_stats(f, &st), ADMIT_OK);
 	ck_assert_uint_gt(st.kicks, n / 10);
 	/* 8 / 2^16 per absent key, with room for chance. */
