@@ -7,7 +7,7 @@
  * (Einziger, Eden, Friedman, Manes, "Adaptive Software Cache Management",
  * Middleware 2018; Caffeine's BoundedLocalCache).
  *
- * The same code runs the real shards (src/lru.c, under the shard mutex) and
+ * The same code runs the real shards (src/cache/shard.c, under the shard mutex) and
  * the miniature caches that choose their configuration (src/minisim.c), so
  * what is simulated is what runs.  Internal: never installed, not exported.
  *

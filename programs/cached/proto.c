@@ -14,11 +14,6 @@
 
 #define MAX_TOKENS 24  /* memcached's: the last keeps the rest of the line */
 
-struct tok {
-	const char *p;
-	size_t n;
-};
-
 static const char BAD_FORMAT[] = "bad command line format";
 
 enum cached_line
@@ -41,10 +36,8 @@ cached_find_line(const char *buf, size_t n, size_t max_line, size_t *len,
 	return CACHED_LINE_OK;
 }
 
-/* Splits at most max tokens off line; the last one keeps what is left.
- * Returns the count. */
-static size_t
-tokenize(const char *p, const char *end, struct tok *t, size_t max)
+size_t
+cached_tokenize(const char *p, const char *end, struct cached_tok *t, size_t max)
 {
 	size_t n = 0;
 
@@ -69,7 +62,7 @@ tokenize(const char *p, const char *end, struct tok *t, size_t max)
 }
 
 static bool
-tok_is(const struct tok *t, const char *s)
+tok_is(const struct cached_tok *t, const char *s)
 {
 	size_t n = strlen(s);
 
@@ -113,7 +106,7 @@ cached_strtoull(const char *p, size_t n, uint64_t *out)
 
 /* strtol over the whole token, as memcached's safe_strtol: a long. */
 static bool
-tok_i64(const struct tok *t, int64_t *out)
+tok_i64(const struct cached_tok *t, int64_t *out)
 {
 	size_t i = 0, digits;
 	bool neg = false;
@@ -137,10 +130,8 @@ tok_i64(const struct tok *t, int64_t *out)
 	return true;
 }
 
-/* A number memcached keeps in an int32_t (exptime, delay, data length):
- * parsed as a long, then truncated to 32 bits as its assignment does. */
-static bool
-tok_i32(const struct tok *t, int64_t *out)
+bool
+cached_tok_i32(const struct cached_tok *t, int64_t *out)
 {
 	int64_t v;
 
@@ -151,7 +142,7 @@ tok_i32(const struct tok *t, int64_t *out)
 }
 
 static bool
-tok_u64(const struct tok *t, uint64_t *out)
+tok_u64(const struct cached_tok *t, uint64_t *out)
 {
 	return cached_strtoull(t->p, t->n, out);
 }
@@ -165,13 +156,13 @@ client_error(struct cached_req *req, const char *msg)
 
 /* memcached's set_noreply_maybe: the last token is "noreply". */
 static void
-noreply_maybe(struct cached_req *req, const struct tok *t, size_t n)
+noreply_maybe(struct cached_req *req, const struct cached_tok *t, size_t n)
 {
 	req->noreply = n > 1 && tok_is(&t[n - 1], "noreply");
 }
 
 static bool
-take_key(struct cached_req *req, const struct tok *t)
+take_key(struct cached_req *req, const struct cached_tok *t)
 {
 	req->key = t->p;
 	req->klen = t->n;
@@ -185,7 +176,7 @@ take_key(struct cached_req *req, const struct tok *t)
  * command.
  */
 static enum cached_parse
-parse_storage(struct cached_req *req, struct tok *t, size_t n)
+parse_storage(struct cached_req *req, struct cached_tok *t, size_t n)
 {
 	bool cas = req->cmd == CACHED_CAS;
 	size_t want = cas ? 6 : 5;
@@ -195,12 +186,12 @@ parse_storage(struct cached_req *req, struct tok *t, size_t n)
 	if (n != want && n != want + 1)
 		return CACHED_PARSE_ERROR;
 	noreply_maybe(req, t, n);
-	if (tok_i32(&t[4], &bytes) && bytes >= 0 && bytes <= INT32_MAX - 2) {
+	if (cached_tok_i32(&t[4], &bytes) && bytes >= 0 && bytes <= INT32_MAX - 2) {
 		req->bytes = (uint64_t)bytes;
 		req->has_data = true;
 	}
 	if (!take_key(req, &t[1]) || !tok_u64(&t[2], &flags) ||
-	    !tok_i32(&t[3], &req->exptime) || !req->has_data ||
+	    !cached_tok_i32(&t[3], &req->exptime) || !req->has_data ||
 	    (cas && !tok_u64(&t[5], &req->cas)))
 		return client_error(req, BAD_FORMAT);
 	req->flags = (uint32_t)flags;
@@ -239,12 +230,12 @@ take_keys(struct cached_req *req, const char *p, const char *end)
 enum cached_parse
 cached_parse_line(const char *line, size_t len, struct cached_req *req)
 {
-	struct tok t[MAX_TOKENS];
+	struct cached_tok t[MAX_TOKENS];
 	const char *end = line + len;
 	size_t n, i;
 
 	memset(req, 0, sizeof(*req));
-	n = tokenize(line, end, t, 3);
+	n = cached_tokenize(line, end, t, 3);
 	if (n == 0)
 		return CACHED_PARSE_ERROR;
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
@@ -253,7 +244,7 @@ cached_parse_line(const char *line, size_t len, struct cached_req *req)
 	if (i == sizeof(commands) / sizeof(commands[0])) {
 		/* memcached hangs up on an HTTP request line (a browser
 		 * talking to the port): its last token starts "HTTP/". */
-		n = tokenize(line, end, t, MAX_TOKENS);
+		n = cached_tokenize(line, end, t, MAX_TOKENS);
 		if (t[n - 1].n >= 5 && !memcmp(t[n - 1].p, "HTTP/", 5))
 			return CACHED_PARSE_CLOSE;
 		return CACHED_PARSE_ERROR;
@@ -270,7 +261,7 @@ cached_parse_line(const char *line, size_t len, struct cached_req *req)
 	case CACHED_GATS:
 		if (n < 2)
 			return CACHED_PARSE_ERROR;
-		if (!tok_i32(&t[1], &req->exptime))
+		if (!cached_tok_i32(&t[1], &req->exptime))
 			return client_error(req, "invalid exptime argument");
 		return take_keys(req, n == 3 ? t[2].p : end, end);
 	case CACHED_STATS:
@@ -289,7 +280,7 @@ cached_parse_line(const char *line, size_t len, struct cached_req *req)
 		break;
 	}
 
-	n = tokenize(line, end, t, MAX_TOKENS);
+	n = cached_tokenize(line, end, t, MAX_TOKENS);
 	switch (req->cmd) {
 	case CACHED_SET:
 	case CACHED_ADD:
@@ -325,14 +316,14 @@ cached_parse_line(const char *line, size_t len, struct cached_req *req)
 		noreply_maybe(req, t, n);
 		if (!take_key(req, &t[1]))
 			return client_error(req, BAD_FORMAT);
-		if (!tok_i32(&t[2], &req->exptime))
+		if (!cached_tok_i32(&t[2], &req->exptime))
 			return client_error(req, "invalid exptime argument");
 		return CACHED_PARSE_OK;
 	case CACHED_FLUSH_ALL:
 		if (n > 3)
 			return CACHED_PARSE_ERROR;
 		noreply_maybe(req, t, n);
-		if (n != (req->noreply ? 2u : 1u) && !tok_i32(&t[1], &req->exptime))
+		if (n != (req->noreply ? 2u : 1u) && !cached_tok_i32(&t[1], &req->exptime))
 			return client_error(req, "invalid exptime argument");
 		return CACHED_PARSE_OK;
 	case CACHED_VERBOSITY:

@@ -58,6 +58,22 @@ enum cached_line {
 	CACHED_LINE_TOO_LONG,  /* no end of line within max_line bytes */
 };
 
+/* A token of a request line: [p, p + n). */
+struct cached_tok {
+	const char *p;
+	size_t n;
+};
+
+/* Splits at most max space-separated tokens off [p, end) into t; the last
+ * one keeps what is left of the line.  Returns the count. */
+size_t cached_tokenize(const char *p, const char *end, struct cached_tok *t,
+                       size_t max);
+
+/* A number memcached keeps in an int32_t (exptime, delay, data length, a
+ * meta TTL): C's strtol over the whole token (a long; overflow refused),
+ * then truncated to 32 bits as memcached's assignment truncates it. */
+bool cached_tok_i32(const struct cached_tok *t, int64_t *out);
+
 /* Finds the first line of buf[0..n). */
 enum cached_line cached_find_line(const char *buf, size_t n, size_t max_line,
                                   size_t *len, size_t *consumed);

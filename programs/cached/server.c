@@ -60,6 +60,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "meta.h"
 #include "proto.h"
 #include "store.h"
 
@@ -160,6 +161,8 @@ struct conn {
 	bool gat;                /* GET_KEYS: gat or gats, to gat_exptime */
 	int64_t gat_exptime;
 	struct cached_req req;   /* READ_DATA: its key is in key[] */
+	bool meta_data;          /* READ_DATA: the block is meta's (an ms) */
+	struct cached_meta meta; /* READ_DATA of an ms: its request */
 	char key[CACHED_KEY_MAX];
 	time_t last_progress;
 	bool closing;            /* no more requests: answer, then close */
@@ -695,6 +698,232 @@ in_reserve(struct conn *c, size_t need)
 	return true;
 }
 
+/* ---- meta commands ------------------------------------------------------- */
+
+/* Writes " " f and v in decimal at p; returns the end. */
+static char *
+flag_num(char *p, char f, uint64_t v)
+{
+	char *end = put_num(p + 1, v);
+
+	p[0] = ' ';
+	p[1] = f;
+	return end;
+}
+
+/* The return flags of a meta reply, in the order they were asked for;
+ * hit: the item's own (else only k and O, as memcached gives them). */
+static char *
+meta_flags(char *p, const struct cached_meta *m,
+           const struct cached_meta_result *r, bool hit)
+{
+	for (unsigned i = 0; i < m->nflags; i++) {
+		char f = m->order[i];
+
+		if (!hit && f != 'k' && f != 'O')
+			continue;
+		switch (f) {
+		case 'c':
+			if (m->cmd != 'd') {
+				p = flag_num(p, 'c', r->cas);
+			}
+			break;
+		case 'f':
+			if (m->cmd == 'g') {
+				p = flag_num(p, 'f', r->flags);
+			}
+			break;
+		case 's':
+			if (m->cmd == 'g') {
+				p = flag_num(p, 's', r->len);
+			}
+			break;
+		case 't':
+			if (m->cmd == 'g' || m->cmd == 'a') {
+				int64_t t = m->T_at < i ? r->ttl_after : r->ttl_before;
+
+				if (t < 0) {
+					memcpy(p, " t-1", 4);
+					p += 4;
+				} else {
+					p = flag_num(p, 't', (uint64_t)t);
+				}
+			}
+			break;
+		case 'k':
+			memcpy(p, " k", 2);
+			memcpy(p + 2, m->rkey, m->rklen);
+			p += 2 + m->rklen;
+			if (m->b) {
+				memcpy(p, " b", 2);
+				p += 2;
+			}
+			break;
+		case 'O':
+			memcpy(p, " O", 2);
+			memcpy(p + 2, m->opaque, m->olen);
+			p += 2 + m->olen;
+			break;
+		default:
+			break;
+		}
+	}
+	return p;
+}
+
+/* Room for a meta reply's line: its code, every flag with its value. */
+#define META_LINE (8 + CACHED_META_FLAGS * 24 + CACHED_KEY_MAX + CACHED_OPAQUE_MAX)
+
+struct meta_out {
+	struct conn *c;
+	const struct cached_meta *m;
+	bool refused;
+};
+
+/* Writes a HIT's reply (mg, ma): VA with the value, or HD. */
+static void
+meta_write_hit(const struct cached_meta_result *r, void *arg)
+{
+	struct meta_out *o = arg;
+	struct conn *c = o->c;
+	const struct cached_meta *m = o->m;
+	char *p;
+
+	if (m->q && m->cmd == 'a')
+		return;
+	if (!out_reserve(c, META_LINE + (m->v ? r->len + 2 : 0), false)) {
+		o->refused = true;
+		return;
+	}
+	p = c->out + c->out_len;
+	if (m->v) {
+		memcpy(p, "VA", 2);
+		p = put_num(p + 2, r->len);
+	} else {
+		memcpy(p, "HD", 2);
+		p += 2;
+	}
+	p = meta_flags(p, m, r, true);
+	if (r->won_before) {
+		memcpy(p, " Z", 2);
+		p += 2;
+	}
+	if (r->stale) {
+		memcpy(p, " X", 2);
+		p += 2;
+	}
+	if (r->win) {
+		memcpy(p, " W", 2);
+		p += 2;
+	}
+	memcpy(p, "\r\n", 2);
+	p += 2;
+	if (m->v) {
+		memcpy(p, r->data, r->len);
+		memcpy(p + r->len, "\r\n", 2);
+		p += r->len + 2;
+	}
+	c->out_len = (size_t)(p - c->out);
+}
+
+/* Runs a parsed meta command (an ms with its data block). */
+static void
+do_meta(struct conn *c, const struct cached_meta *m, const char *data)
+{
+	struct worker *w = c->w;
+	struct meta_out o = { c, m, false };
+	struct cached_meta_result r;
+	const char *code = NULL;
+	char line[META_LINE], *p;
+	bool quiet = false;
+
+	switch (m->cmd) {
+	case 'g': add(&w->ctr.cmd_get, 1); break;
+	case 's': add(&w->ctr.cmd_set, 1); break;
+	default: break;
+	}
+	switch (cached_store_meta(w->srv->store, &w->scratch, m, data, &r,
+	                          meta_write_hit, &o)) {
+	case CACHED_META_HIT:
+		if (m->cmd == 'g')
+			add(&w->ctr.get_hits, 1);
+		if (o.refused)
+			out_str(c, "SERVER_ERROR out of memory writing get response\r\n");
+		return;
+	case CACHED_META_MISS:
+		add(&w->ctr.get_misses, 1);
+		code = "EN";
+		quiet = m->q;
+		break;
+	case CACHED_META_STORED:
+		add(&w->ctr.total_items, 1);
+		code = "HD";
+		quiet = m->q;
+		break;
+	case CACHED_META_DELETED:
+		code = "HD";
+		quiet = m->q;
+		break;
+	case CACHED_META_NOT_STORED: code = "NS"; break;
+	case CACHED_META_EXISTS: code = "EX"; break;
+	case CACHED_META_NOT_FOUND: code = "NF"; break;
+	case CACHED_META_NON_NUMERIC:
+		out_str(c, "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+		return;
+	case CACHED_META_TOO_LARGE:
+		out_str(c, "SERVER_ERROR object too large for cache\r\n");
+		return;
+	default:
+		out_str(c, m->cmd == 's' ? "SERVER_ERROR out of memory storing object\r\n"
+		                         : "SERVER_ERROR out of memory\r\n");
+		return;
+	}
+	if (quiet)
+		return;
+	memcpy(line, code, 2);
+	p = meta_flags(line + 2, m, &r, r.status == CACHED_META_STORED);
+	memcpy(p, "\r\n", 2);
+	out_bytes(c, line, (size_t)(p + 2 - line));
+}
+
+/* A meta request line: run it, or wait for an ms's data block. */
+static void
+meta_line(struct conn *c, const char *line, size_t len)
+{
+	const char *error = NULL;
+
+	switch (cached_meta_parse(line, len, &c->meta, &error)) {
+	case CACHED_PARSE_OK:
+		break;
+	case CACHED_PARSE_CLIENT_ERROR:
+		out_fmt(c, "CLIENT_ERROR %s\r\n", error);
+		if (c->meta.has_data) {
+			c->skip = c->meta.bytes + 2;
+			c->state = SWALLOW;
+		}
+		return;
+	default:
+		out_str(c, "ERROR\r\n");
+		return;
+	}
+	if (c->meta.cmd != 's') {
+		do_meta(c, &c->meta, NULL);
+		return;
+	}
+	if (c->meta.bytes > c->w->srv->opt.max_item ||
+	    !in_reserve(c, (size_t)c->meta.bytes + 2)) {
+		out_str(c, c->meta.bytes > c->w->srv->opt.max_item
+		           ? "SERVER_ERROR object too large for cache\r\n"
+		           : "SERVER_ERROR out of memory storing object\r\n");
+		c->skip = c->meta.bytes + 2;
+		c->state = SWALLOW;
+		return;
+	}
+	c->req.bytes = c->meta.bytes;
+	c->meta_data = true;
+	c->state = READ_DATA;
+}
+
 /* Runs one parsed request line; a storage command goes on to READ_DATA. */
 static void
 execute(struct conn *c, struct cached_req *req)
@@ -722,6 +951,7 @@ execute(struct conn *c, struct cached_req *req)
 		memcpy(c->key, req->key, req->klen);
 		c->req = *req;
 		c->req.key = c->key;
+		c->meta_data = false;
 		/* The whole block is buffered: room for it now, or a refusal
 		 * before any of it is read. */
 		if (!in_reserve(c, (size_t)req->bytes + 2)) {
@@ -829,7 +1059,10 @@ process(struct conn *c)
 			if (avail < need)
 				break;  /* execute() made room for it */
 			if (buf[need - 2] != '\r' || buf[need - 1] != '\n')
-				reply(c, c->req.noreply, "CLIENT_ERROR bad data chunk\r\n");
+				reply(c, c->req.noreply && !c->meta_data,
+				      "CLIENT_ERROR bad data chunk\r\n");
+			else if (c->meta_data)
+				do_meta(c, &c->meta, buf);
 			else
 				do_update(c, &c->req, buf);
 			c->in_off += need;
@@ -856,6 +1089,10 @@ process(struct conn *c)
 		}
 		c->in_off += used;
 		c->last_progress = time(NULL);
+		if (cached_meta_is(buf, len)) {
+			meta_line(c, buf, len);
+			continue;
+		}
 		switch (cached_parse_line(buf, len, &req)) {
 		case CACHED_PARSE_OK:
 			execute(c, &req);

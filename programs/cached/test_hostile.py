@@ -22,6 +22,7 @@
 #   http       an HTTP request line closes the connection
 #   small      exptime, incr/decr numbers, stats, version/quit noreply
 #   fd_limit   at the descriptor limit: refused with a message, no spin
+#   meta       mg/ms/md/ma/mn, stale-while-revalidate and win tokens
 # Run by make check through test_hostile.sh; needs only python3.
 import os
 import random
@@ -530,6 +531,42 @@ def t_small(port):
           b.returncode == 2 and "--max-line" in b.stderr, b.stderr)
 
 
+def t_meta(port):
+    """The meta commands, stale-while-revalidate and win tokens included:
+    after md I only the first mg wins (W), the others see Z while the item
+    is stale (X); a set with an older CAS and I keeps it stale; a fresh
+    ms ends it.  mg N vivifies a miss once (W, then Z)."""
+    c = Conn(port)
+    check("meta: mn", c.cmd(b"mn\r\n") == b"MN")
+    check("meta: ms", c.cmd(b"ms mt 3 T300 F5\r\nold\r\n") == b"HD")
+    c.send(b"mg mt v f t\r\n")
+    check("meta: mg v f t", c.line() == b"VA 3 f5 t300" and c.line() == b"old")
+    check("meta: md I", c.cmd(b"md mt I T30\r\n") == b"HD")
+    c.send(b"mg mt v c\r\n")
+    first = c.line()
+    c.line()
+    c.send(b"mg mt v\r\n")
+    second = c.line()
+    c.line()
+    check("meta: the first reader wins, the next sees Z",
+          first.endswith(b" X W") and second == b"VA 3 Z X", repr((first, second)))
+    cas = int(first.split()[2][1:])
+    check("meta: an older writer's ms I keeps it stale",
+          c.cmd(b"ms mt 3 I C%d\r\nnew\r\n" % (cas - 1)) == b"HD")
+    c.send(b"mg mt v\r\n")
+    check("meta: still stale", c.line().endswith(b" X W") and c.line() == b"new")
+    check("meta: the winner's ms", c.cmd(b"ms mt 5\r\nfresh\r\n") == b"HD")
+    c.send(b"mg mt v\r\n")
+    check("meta: fresh again", c.line() == b"VA 5" and c.line() == b"fresh")
+    check("meta: mg N on a miss wins once", c.cmd(b"mg mv N30\r\n") == b"HD W" and
+          c.cmd(b"mg mv N30\r\n") == b"HD Z")
+    c.send(b"ma mc N0 J10 v\r\nma mc MD D3 v\r\n")
+    check("meta: ma", c.line() == b"VA 2" and c.line() == b"10" and
+          c.line() == b"VA 1" and c.line() == b"7")
+    check("meta: quiet mode hides HD", c.cmd(b"md mc q\r\nmn\r\n") == b"MN")
+    c.close()
+
+
 def t_fd_limit():
     """At the descriptor limit (64 open files, --max-conns 1024): later
     connections are told "ERROR Too many open connections" and closed,
@@ -610,7 +647,7 @@ def main():
         for t in (t_stream, t_touch, t_mget, t_memcslap, t_flush_at,
                   t_flush_cap, t_expiry, t_exptime, t_atomic, t_half_close,
                   t_pipeline, t_data_block, t_noreply, t_too_large, t_http,
-                  t_small):
+                  t_small, t_meta):
             try:
                 t(port)
             except (OSError, EOFError, ValueError, KeyError, IndexError) as e:

@@ -216,6 +216,71 @@ def corpus():
         add("version%s" % args.decode(), b"version%s\r\n" % args)
         add("quit%s" % args.decode(), b"quit%s\r\nversion\r\n" % args)
     add("mn", b"mn\r\nmn foo\r\nset mnk 0 0 1 noreply\r\nx\r\nmn\r\n")
+    # -- meta commands: mg, ms, md, ma (mn above)
+    meta = [
+        b"mg\r\nmg \r\nmg m1\r\nmg m1 v\r\nmg m1 q\r\nmg m1 q v\r\nmn\r\n",
+        b"ms m1 2\r\nhi\r\nmg m1\r\nmg m1 v\r\nmg m1 k v\r\nmg m1 s f t v c k O9\r\n",
+        b"mg m1 x\r\nmg m1 v v\r\nmg m1 O\r\nmg m1 Oabc\r\n"
+        b"mg m1 O123456789012345678901234567890123\r\nmg m1 T\r\nmg m1 Tx\r\n"
+        b"mg m1 T30 t\r\nmg m1 N\r\n",
+        b"mg m1 q k\r\nmg nokey q k\r\nmg nokey k O5\r\nmg nokey v\r\nmn\r\n",
+        b"mg nv1 N30 v c t\r\nmg nv1 N30 v c t\r\nmg nv1 v\r\nms nv1 3\r\nabc\r\nmg nv1 v\r\n",
+        b"ms r1 2 T100\r\nhi\r\nmg r1 R30 v t\r\nmg r1 R200 v\r\nmg r1 R200 v\r\n"
+        b"mg r1 v\r\nms r1 2 T100\r\nyo\r\nmg r1 v\r\n",
+        b"ms i1 2\r\nhi\r\nmd i1 I\r\nmg i1 v c\r\nmg i1 v c\r\nms i1 3 I\r\nnew\r\nmg i1 v\r\n",
+        b"ms i2 2\r\nhi\r\nmg i2 c\r\nmd i2 I T30\r\nmg i2 v t\r\nms i2 3 C1\r\nnew\r\nmg i2 v\r\n",
+        b"ms s1 2 F7 T0 c k O1 b\r\nhi\r\nms s1 2 q\r\nhi\r\nms s1 2 MA\r\nyo\r\nmg s1 v\r\n"
+        b"ms s1 2 MP\r\nzz\r\nmg s1 v f\r\n",
+        b"ms s2 2 ME\r\nhi\r\nms s2 2 ME\r\nhi\r\nms s2 2 ME q\r\nhi\r\nms s3 2 MR\r\nhi\r\n"
+        b"ms s3 2 MA\r\nhi\r\nms s3 2 MA N30\r\nhi\r\nmg s3 v t\r\n",
+        b"ms s4 2 MS\r\nhi\r\nms s4 2 MX\r\nhi\r\nms s4 2 Mx\r\nhi\r\nms s4 x\r\nhi\r\n"
+        b"ms s4\r\nms s4 2 C999\r\nhi\r\nms s4 -1\r\n",
+        b"ms s5 2 T-1\r\nhi\r\nmg s5 v\r\nms s5 2 Tx\r\nhi\r\nmn\r\n",
+        b"ms s6 2 noreply\r\nhi\r\nms s6 2\r\nhiya\r\nmn\r\n",
+        b"ms s8 2 F4294967295 T60 c\r\nhi\r\nmg s8 f t c v\r\n",
+        b"ms s9 %d\r\n%s\r\nmg s9 s\r\n" % (len(big), big),
+        b"md\r\nmd nokey\r\nmd nokey q\r\nmd nokey q O1 k\r\nms d1 1\r\nx\r\nmd d1 q\r\n"
+        b"md d1 k O5\r\nms d1 1\r\nx\r\nmd d1 C1\r\nmg d1 c\r\nmn\r\n",
+        b"ma\r\nma nokey\r\nma nokey q\r\nma nokey N0 J5 v t c\r\nma nokey v\r\n"
+        b"ma nokey MD D10 v\r\nma nokey MI D10 v\r\nma nokey M+ v\r\nma nokey M- D100 v\r\n"
+        b"ma nokey Mx\r\nma nokey Dx\r\nma nokey q v\r\nmn\r\n",
+        b"ms a1 1\r\nx\r\nma a1\r\nma a1 q\r\nmn\r\n",
+        b"ms a2 2\r\n10\r\nma a2 C1 v\r\nmg a2 c\r\nma a2 v k O9 t c\r\n",
+        b"mg b64 b\r\nms Zm9v 2 b\r\nhi\r\nmg Zm9v b v k\r\nmg foo v\r\nmg !!! b\r\n",
+        b"ms e1 1 E500\r\nx\r\nmg e1 c E600\r\nmg e1 c\r\n",
+        b"ms e2 1 Ma\r\nx\r\nms e2 1 Ms\r\nx\r\nms e2 1 Me\r\nx\r\nms e2 1 Mr c\r\ny\r\n"
+        b"ms e2 1 Mp\r\nz\r\nmg e2 v\r\n",
+        b"ms x1 3 F9\r\nabc\r\nmd x1 x\r\nmg x1 v f c\r\n",
+        b"ms h1 1\r\nx\r\nmd h1 k O1 c t q\r\nms h1 1\r\nx\r\nmd h1 k O1\r\n",
+        b"ms n1 1\r\n5\r\nma n1 N30 J9 v t\r\nma n1 T60 t v\r\n",
+        b"ms iv 1\r\nx\r\nmg iv c\r\nms iv 1 I C1\r\ny\r\nmg iv v c\r\n"
+        b"ms iv 1 I C999999\r\nz\r\nmg iv v\r\n",
+        b"ms sz 2 S2\r\nhi\r\nms sz 2 s\r\nhi\r\nmg sz s v\r\nmg sz u v\r\nmg sz v N30 T40 t\r\n",
+        b"mg sz t T-1\r\nmg sz v\r\n",
+        b"mg w1 N30 q\r\nmg w1 N30 k q\r\nmg w1 q\r\n",
+        b"ms w2 1 T100\r\nx\r\nmg w2 R200 q\r\nmg w2 R200 q v\r\n",
+        b"mg m1 c c\r\nmg m1 Oa Ob\r\nms xx 1 I\r\nx\r\nmg xx v\r\n",
+        b"md i3\r\nms i3 1\r\nx\r\nmd i3 I\r\nmd i3 I\r\nmg i3 v\r\nmd i3\r\nmg i3 v\r\n",
+        b"ma z1 N0\r\nma z1 N0 v\r\nma z2 J x\r\nma z3 N0 J18446744073709551615 v\r\nma z3 v\r\n",
+        b"mg  k1   v \r\nmg k1\tv\r\n",
+        b"ms q1 1\r\nx\r\nmg q1 c\r\nmd q1 I\r\nmg q1 c\r\n",
+        b"ms q2 1 T100\r\nx\r\nmg q2 c\r\nmg q2 R200 c\r\nmg q2 c\r\n",
+        b"mg q3 N30 c\r\nmg q3 c\r\n",
+        b"ms q4 1\r\nx\r\nmg q4 c\r\nmd q4 I T30\r\nmg q4 c\r\n",
+        b"ms mix 1\r\n7\r\nget mix\r\ngets mix\r\nincr mix 1\r\nmg mix v c\r\n",
+        b"set mix2 5 0 2\r\nab\r\nmg mix2 v f s\r\nma mix2\r\nmd mix2\r\nget mix2\r\n",
+        b"mg %s v\r\nmg %s v\r\n" % (b"k" * 250, b"k" * 251),
+        b"ms %s 1\r\nx\r\n" % (b"k" * 251),
+    ]
+    for i, req in enumerate(meta):
+        add("meta %d: %r" % (i, req[:40]), req)
+    # Stale-while-revalidate, each step on its own connection.
+    add("swr: set", b"ms swr 3 T300\r\nold\r\n")
+    add("swr: invalidate", b"md swr I T30 q\r\nmn\r\n")
+    add("swr: first reader wins", b"mg swr v c t\r\n")
+    add("swr: second sees Z", b"mg swr v t\r\n")
+    add("swr: winner's set with stale cas", b"mg swr c\r\n")
+    add("swr: fresh set", b"ms swr 3\r\nnew\r\nmg swr v\r\n")
     # -- unknown commands, empty lines, case, HTTP
     for line in (b"", b"   ", b"foo", b"foo bar", b"GET k", b"Set k 0 0 1", b"gett k",
                  b"sets k", b"\x00", b"\xff\xfe", b"get\tk", b"stat", b"statsx",
