@@ -71,7 +71,7 @@ if [ -f "$peers" ]; then
 	for t in $(awk -F, 'NR > 1 { print $1 }' "$peers" | sort -u |
 		awk '{ print (/^(orm-night|OLTP|P3)/ ? 0 : 1), $0 }' | sort | cut -d' ' -f2); do
 		for s in $(awk -F, -v t="$t" 'NR > 1 && $1 == t { print $2 }' "$peers" | sort -nu); do
-			job "$traces/$t" "$s" adaptive --format "$(fmt_of "$t")" --seeds 5
+			job "$traces/$t" "$s" adaptive,wtinylfu --format "$(fmt_of "$t")" --seeds 5
 		done
 		job "$traces/$t" "$(awk -F, -v t="$t" 'NR > 1 && $1 == t { print $2 }' "$peers" |
 			sort -nu | paste -sd, -)" lru --format "$(fmt_of "$t")"
@@ -98,10 +98,13 @@ for e in "$tmp"/j*.err; do
 		{ echo "FAIL $(cat "${e%.err}.sh" | head -1)"; grep -v '^FAIL$' "$e"; exit 1; }
 done
 cat "$tmp"/j*.csv | grep -v '^$' >"$tmp/all.csv"
+# HITRATIO_CSV=FILE keeps every row of the replays (doc/hit-ratio.md's
+# table is made from it).
+[ -z "${HITRATIO_CSV:-}" ] || cp "$tmp/all.csv" "$HITRATIO_CSV"
 # The goals read the traces as the rules name them: adaptive at every
 # size of every trace from the jobs above.
 cp "$tmp/all.csv" "$tmp/out.csv"
-"$sim" --csv --sizes 10000 --policies lru,tinylfu,adaptive,opt |
+"$sim" --csv --sizes 10000 --policies lru,tinylfu,wtinylfu,adaptive,opt |
 	sed 's/^builtin[^,]*,/builtin,/' >>"$tmp/out.csv" || exit 1
 
 # Rules: trace size policy op bound.  op: eq (to the hundredth), ge, or
@@ -178,6 +181,7 @@ P3.lis.gz 32768 adaptive ge 16.62
 P3.lis.gz 32768 tinylfu ge lru-1
 builtin 10000 tinylfu ge lru
 builtin 10000 adaptive ge tinylfu
+builtin 10000 adaptive ge wtinylfu-0.5
 builtin 10000 opt ge adaptive
 EOF
 for t in gli.trace.gz loop.trace.gz multi1.trace.gz multi2.trace.gz multi3.trace.gz; do
@@ -200,7 +204,7 @@ pyth=$(command -v python3 || true)
 [ -n "$pyth" ] ||
 	echo "note: no python3: the rules comparing wtinylfu with tools/wtinylfu_model.py are skipped"
 for w in zigzag scan-repeat scan-hot; do
-	"$sim" --csv --workload $w --policies lru,opt,wtinylfu --seeds 5 \
+	"$sim" --csv --workload $w --policies lru,opt,wtinylfu,adaptive --seeds 5 \
 		>"$tmp/rows" 2>"$tmp/err" &&
 		"$sim" --csv --workload $w --policies wtinylfu --seeds 5 \
 			--no-random-admit >"$tmp/rows-exact" 2>>"$tmp/err" &&
@@ -230,6 +234,18 @@ done
 	done
 	for s in 1000 2500 5000; do
 		echo "builtin-scan-hot $s opt ge lru"
+	done
+	# adaptive: never below lru - 0.5 nor wtinylfu - 0.5, but for the
+	# known shortfalls on zigzag (doc/hit-ratio.md, "Shortfalls").
+	for w in zigzag:250 zigzag:500 scan-repeat:250 scan-repeat:500 \
+		scan-hot:1000 scan-hot:2500 scan-hot:5000; do
+		t=builtin-${w%:*} s=${w#*:}
+		case $w in
+		zigzag:250) echo "$t $s adaptive short lru-0.5 ZIGZAG250" ;;
+		zigzag:500) echo "$t $s adaptive short lru-0.5 ZIGZAG500" ;;
+		*) echo "$t $s adaptive ge lru-0.5" ;;
+		esac
+		echo "$t $s adaptive ge wtinylfu-0.5"
 	done
 	[ -n "$pyth" ] &&
 		for w in zigzag:250 zigzag:500 scan-repeat:250 scan-repeat:500 \
