@@ -8,8 +8,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* The fuzz targets define ADMIT_NO_JEMALLOC: AddressSanitizer must see
- * every allocation. */
+/* The fuzz targets define ADMIT_NO_JEMALLOC, as AddressSanitizer must see
+ * every allocation, and so does the Redis module's core: a server that
+ * links its own jemalloc statically cannot load a second one. */
 #if defined(HAVE_JEMALLOC) && !defined(ADMIT_NO_JEMALLOC)
 #define USE_JEMALLOC 1
 #include <jemalloc/jemalloc.h>
@@ -153,4 +154,103 @@ admit_table_free(void *p, size_t size)
 	(void)size;
 	free(p);
 #endif
+}
+
+/* ---- an instance's allocator --------------------------------------------- */
+
+struct admit_allocator
+admit_mem_copy(const struct admit_allocator *a)
+{
+	return a && a->alloc && a->free ? *a : (struct admit_allocator){ 0 };
+}
+
+static bool
+custom(const struct admit_allocator *a)
+{
+	return a && a->alloc;
+}
+
+static void
+count(size_t *footprint, size_t add, size_t sub)
+{
+	if (footprint)
+		*footprint = *footprint + add - sub;
+}
+
+void *
+admit_mem_zalloc(const struct admit_allocator *a, size_t size,
+                 size_t *footprint)
+{
+	void *p;
+
+	size = size ? size : 1;
+	if (!custom(a))
+		p = admit_calloc(1, size);
+	else if (injected_failure())
+		p = NULL;
+	else if (a->zalloc)
+		p = a->zalloc(a->ctx, size);
+	else if ((p = a->alloc(a->ctx, size)))
+		memset(p, 0, size);
+	if (p)
+		count(footprint, size, 0);
+	return p;
+}
+
+void
+admit_mem_free(const struct admit_allocator *a, void *p, size_t size,
+               size_t *footprint)
+{
+	if (!p)
+		return;
+	size = size ? size : 1;
+	count(footprint, 0, size);
+	if (custom(a))
+		a->free(a->ctx, p, size);
+	else
+		admit_free(p);
+}
+
+/* With a custom allocator a table is the allocation's first cache line
+ * boundary past its start, so that the pointer to the allocation fits in
+ * the gap just below it (malloc's 16-byte alignment leaves at least 16). */
+void *
+admit_mem_table(const struct admit_allocator *a, size_t size,
+                size_t *footprint)
+{
+	unsigned char *raw, *t;
+
+	if (size == 0)
+		return NULL;
+	if (!custom(a)) {
+		t = admit_table_alloc(size);
+		if (t)
+			count(footprint, size, 0);
+		return t;
+	}
+	if (size > SIZE_MAX - CACHELINE)
+		return NULL;
+	raw = admit_mem_zalloc(a, size + CACHELINE, footprint);
+	if (!raw)
+		return NULL;
+	t = raw + CACHELINE - ((uintptr_t)raw & (CACHELINE - 1));
+	memcpy(t - sizeof(raw), &raw, sizeof(raw));
+	return t;
+}
+
+void
+admit_mem_table_free(const struct admit_allocator *a, void *p, size_t size,
+                     size_t *footprint)
+{
+	void *raw;
+
+	if (!p)
+		return;
+	if (!custom(a)) {
+		count(footprint, 0, size);
+		admit_table_free(p, size);
+		return;
+	}
+	memcpy(&raw, (unsigned char *)p - sizeof(raw), sizeof(raw));
+	admit_mem_free(a, raw, size + CACHELINE, footprint);
 }

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include <admit/allocator.h>
+
 /* The cache-line size every padded structure and aligned table assumes (x86
  * and most arm64; Apple's M-series lines are 128, where padding to 64 only
  * costs some false sharing, never correctness).  The one definition. */
@@ -23,6 +25,27 @@ void  admit_free(void *p);
  */
 void *admit_table_alloc(size_t size);
 void  admit_table_free(void *p, size_t size);
+
+/*
+ * An instance's allocator (admit/allocator.h): a NULL a, or one whose alloc
+ * is NULL, is the library's own (the functions above).  Each counts the
+ * bytes it obtained into *footprint (when footprint is not NULL) and takes
+ * them off on free, so an instance knows what it holds.  The zeroed, cache-
+ * line aligned tables are admit_table_alloc's with the library's allocator
+ * and over-allocated by ADMIT_CACHELINE and aligned inside with another.
+ * Fault injection (below) counts these as well.
+ */
+void *admit_mem_zalloc(const struct admit_allocator *a, size_t size,
+                       size_t *footprint);
+void  admit_mem_free(const struct admit_allocator *a, void *p, size_t size,
+                     size_t *footprint);
+void *admit_mem_table(const struct admit_allocator *a, size_t size,
+                      size_t *footprint);
+void  admit_mem_table_free(const struct admit_allocator *a, void *p,
+                           size_t size, size_t *footprint);
+
+/* An allocator to copy into an instance: *a, or all zero for NULL. */
+struct admit_allocator admit_mem_copy(const struct admit_allocator *a);
 
 /*
  * Fault injection for tests (internal, never exported): make the k-th

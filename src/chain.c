@@ -91,6 +91,7 @@ struct admit_chain {
 	                      trimmed + i */
 	pthread_rwlock_t grow_lock;
 	pthread_mutex_t add_lock; /* max_load mode: every add */
+	struct admit_allocator alloc; /* the chain's and its filters' memory */
 };
 
 /* Filter number k's capacity: the first times expansion^k, held at the
@@ -181,6 +182,7 @@ make_filter(const struct admit_chain *c, uint64_t k, struct admit_cuckoo **out)
 		.fingerprint_bits = c->bits,
 		.stripes = c->stripes,
 		.seed = filter_seed(c, k),
+		.alloc = &c->alloc,
 	};
 
 	return admit_cuckoo_new(&cfg, out);
@@ -219,6 +221,7 @@ struct chain_params {
 	unsigned expansion, max_filters, stripes, bits;
 	double max_load;
 	bool single_writer;
+	const struct admit_allocator *alloc;
 };
 
 /* Largest capacity one filter is given: with max_load, the most whose
@@ -246,19 +249,20 @@ max_load_ok(double l)
 static struct admit_chain *
 chain_alloc(const struct chain_params *p)
 {
-	struct admit_chain *c = admit_calloc(1, sizeof(*c));
+	struct admit_chain *c = admit_mem_zalloc(p->alloc, sizeof(*c), NULL);
 
 	if (!c)
 		return NULL;
 	if (pthread_rwlock_init(&c->grow_lock, NULL) != 0) {
-		admit_free(c);
+		admit_mem_free(p->alloc, c, sizeof(*c), NULL);
 		return NULL;
 	}
 	if (pthread_mutex_init(&c->add_lock, NULL) != 0) {
 		pthread_rwlock_destroy(&c->grow_lock);
-		admit_free(c);
+		admit_mem_free(p->alloc, c, sizeof(*c), NULL);
 		return NULL;
 	}
+	c->alloc = admit_mem_copy(p->alloc);
 	atomic_init(&c->n, 0);
 	for (unsigned i = 0; i < ADMIT_CHAIN_MAX_FILTERS; i++)
 		atomic_init(&c->f[i], NULL);
@@ -308,6 +312,7 @@ admit_chain_new(const struct admit_chain_config *cfg, struct admit_chain **out)
 		.max_load = cfg->max_load,
 		.single_writer = cfg->single_writer,
 		.seed = cfg->seed ? cfg->seed : admit_random_seed(),
+		.alloc = cfg->alloc,
 	};
 	if (nominal_max(&p) == 0)
 		return ADMIT_EINVAL;
@@ -327,6 +332,8 @@ admit_chain_new(const struct admit_chain_config *cfg, struct admit_chain **out)
 void
 admit_chain_free(struct admit_chain *c)
 {
+	struct admit_allocator a;
+
 	if (!c)
 		return;
 	for (unsigned i = 0; i < ADMIT_CHAIN_MAX_FILTERS; i++)
@@ -334,7 +341,23 @@ admit_chain_free(struct admit_chain *c)
 		                                       memory_order_relaxed));
 	pthread_rwlock_destroy(&c->grow_lock);
 	pthread_mutex_destroy(&c->add_lock);
-	admit_free(c);
+	a = c->alloc;
+	admit_mem_free(&a, c, sizeof(*c), NULL);
+}
+
+size_t
+admit_chain_footprint(const struct admit_chain *c)
+{
+	size_t bytes;
+	unsigned n;
+
+	if (!c)
+		return 0;
+	bytes = sizeof(*c);
+	n = chain_len(c);
+	for (unsigned i = 0; i < n; i++)
+		bytes += admit_cuckoo_footprint(chain_at(c, i));
+	return bytes;
 }
 
 /* Add a filter if the chain still has the n filters the caller saw (another
@@ -751,10 +774,18 @@ admit_chain_dump(const struct admit_chain *c, void **buf, size_t *len)
 enum admit_status
 admit_chain_restore(const void *buf, size_t len, struct admit_chain **out)
 {
+	return admit_chain_restore_alloc(buf, len, NULL, out);
+}
+
+enum admit_status
+admit_chain_restore_alloc(const void *buf, size_t len,
+                          const struct admit_allocator *alloc,
+                          struct admit_chain **out)
+{
 	const unsigned char *b = buf, *p, *end;
 	struct admit_chain *c;
 	enum admit_status st = ADMIT_ECORRUPT;
-	struct chain_params cp = { 0 };
+	struct chain_params cp = { .alloc = alloc };
 	uint64_t load_bits;
 	size_t header;
 	unsigned n, version;
@@ -813,7 +844,7 @@ admit_chain_restore(const void *buf, size_t len, struct admit_chain **out)
 		p += 8;
 		if (fl > (uint64_t)(end - p))
 			goto fail;
-		st = cuckoo_snapshot_decode(p, (size_t)fl, &f);
+		st = cuckoo_snapshot_decode(p, (size_t)fl, &c->alloc, &f);
 		if (st != ADMIT_OK)
 			goto fail;
 		publish(c, f);

@@ -126,14 +126,16 @@ default_stripes(uint32_t m)
 enum admit_status
 cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
               bool counting, unsigned stripes, uint64_t seed,
-              struct admit_cuckoo **out)
+              const struct admit_allocator *alloc, struct admit_cuckoo **out)
 {
 	struct admit_cuckoo *f;
 	size_t table_bytes;
 
-	f = admit_calloc(1, sizeof(*f));
+	f = admit_mem_zalloc(alloc, sizeof(*f), NULL);
 	if (!f)
 		return ADMIT_NOMEM;
+	f->alloc = admit_mem_copy(alloc);
+	f->footprint = sizeof(*f);
 	f->m = m;
 	f->capacity = capacity;
 	f->counting = counting;
@@ -159,12 +161,15 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->low = f->high - f->ones; /* 0x7f.. per lane */
 
 	table_bytes = (size_t)m * cuckoo_bucket_bytes(f);
-	f->seq = admit_calloc(stripes, sizeof(*f->seq));
-	f->stats = admit_table_alloc((size_t)stripes * sizeof(*f->stats));
+	f->seq = admit_mem_zalloc(&f->alloc, stripes * sizeof(*f->seq),
+	                          &f->footprint);
+	f->stats = admit_mem_table(&f->alloc,
+	                           (size_t)stripes * sizeof(*f->stats),
+	                           &f->footprint);
 	if (fingerprint_bits == 8)
-		f->t32 = admit_table_alloc(table_bytes);
+		f->t32 = admit_mem_table(&f->alloc, table_bytes, &f->footprint);
 	else
-		f->t64 = admit_table_alloc(table_bytes);
+		f->t64 = admit_mem_table(&f->alloc, table_bytes, &f->footprint);
 	if (!f->seq || !f->stats || (!f->t32 && !f->t64)) {
 		admit_cuckoo_free(f);
 		return ADMIT_NOMEM;
@@ -199,20 +204,31 @@ admit_cuckoo_new(const struct admit_cuckoo_config *cfg, struct admit_cuckoo **ou
 	if (stripes > ADMIT_CUCKOO_MAX_STRIPES || (stripes & (stripes - 1)))
 		return ADMIT_EINVAL;
 	return cuckoo_create(cfg->capacity, m, bits, cfg->counting, stripes,
-	                     cfg->seed ? cfg->seed : admit_random_seed(), out);
+	                     cfg->seed ? cfg->seed : admit_random_seed(),
+	                     cfg->alloc, out);
 }
 
 void
 admit_cuckoo_free(struct admit_cuckoo *f)
 {
+	struct admit_allocator a;
+
 	if (!f)
 		return;
-	admit_table_free(f->t32 ? (void *)f->t32 : (void *)f->t64,
-	                 (size_t)f->m * cuckoo_bucket_bytes(f));
-	admit_table_free(f->stats,
-	                 (size_t)(f->stripe_mask + 1) * sizeof(*f->stats));
-	admit_free(f->seq);
-	admit_free(f);
+	a = f->alloc;
+	admit_mem_table_free(&a, f->t32 ? (void *)f->t32 : (void *)f->t64,
+	                     (size_t)f->m * cuckoo_bucket_bytes(f), NULL);
+	admit_mem_table_free(&a, f->stats,
+	                     (size_t)(f->stripe_mask + 1) * sizeof(*f->stats),
+	                     NULL);
+	admit_mem_free(&a, f->seq, (f->stripe_mask + 1) * sizeof(*f->seq), NULL);
+	admit_mem_free(&a, f, sizeof(*f), NULL);
+}
+
+size_t
+admit_cuckoo_footprint(const struct admit_cuckoo *f)
+{
+	return f ? f->footprint : 0;
 }
 
 /* ---- lookups ------------------------------------------------------------ */

@@ -75,6 +75,11 @@ struct admit_cuckoo {
 	_Atomic uint32_t *seq;
 	struct cuckoo_stripe_stats *stats;
 
+	/* Where its memory comes from, and how many bytes it holds from there
+	 * (this struct included): admit_cuckoo_footprint(). */
+	struct admit_allocator alloc;
+	size_t footprint;
+
 	/* Halves in progress.  No kick runs while it is non-zero: a halve
 	 * walks the buckets in order, and an entry kicked from a bucket it has
 	 * done to one it has not would be halved twice (or, the other way,
@@ -89,10 +94,12 @@ struct cuckoo_pos {
 };
 
 /* Allocate a filter of m buckets with the given parameters (already
- * validated).  Used by admit_cuckoo_new() and admit_cuckoo_load(). */
+ * validated) from alloc (NULL: the library's).  Used by admit_cuckoo_new()
+ * and the snapshot loaders. */
 enum admit_status cuckoo_create(uint64_t capacity, uint32_t m,
                                 unsigned fingerprint_bits, bool counting,
                                 unsigned stripes, uint64_t seed,
+                                const struct admit_allocator *alloc,
                                 struct admit_cuckoo **out);
 
 /* The bucket count for a capacity at 95 % load; 0 if it does not fit. */
@@ -247,11 +254,13 @@ cuckoo_stripe(const struct admit_cuckoo *f, uint32_t bucket)
  * cuckoo_snapshot_len() is the encoded length; cuckoo_snapshot_encode()
  * writes exactly that many bytes, checksum included, holding every stripe
  * while it copies the table.  cuckoo_snapshot_decode() validates a buffer as
- * admit_cuckoo_load() validates a file (ADMIT_ECORRUPT, ADMIT_NOMEM).
+ * admit_cuckoo_load() validates a file (ADMIT_ECORRUPT, ADMIT_NOMEM), and
+ * takes the filter from alloc (NULL: the library's allocator).
  */
 size_t cuckoo_snapshot_len(const struct admit_cuckoo *f);
 void cuckoo_snapshot_encode(const struct admit_cuckoo *f, unsigned char *buf);
 enum admit_status cuckoo_snapshot_decode(const unsigned char *buf, size_t len,
+                                         const struct admit_allocator *alloc,
                                          struct admit_cuckoo **out);
 
 /* Take the stripes of two buckets: always the lower index first (the global

@@ -207,7 +207,8 @@ admit_cuckoo_load(const char *path, struct admit_cuckoo **out)
 	bb = bits / 2;
 
 	st = cuckoo_create(capacity, (uint32_t)m, bits,
-	                   flags & SNAP_FLAG_COUNTING, stripes, snap_get64(hdr + 40), &f);
+	                   flags & SNAP_FLAG_COUNTING, stripes, snap_get64(hdr + 40),
+	                   NULL, &f);
 	if (st != ADMIT_OK)
 		goto out;
 	st = ADMIT_ECORRUPT;
@@ -245,6 +246,7 @@ out:
 
 enum admit_status
 cuckoo_snapshot_decode(const unsigned char *buf, size_t len,
+                       const struct admit_allocator *alloc,
                        struct admit_cuckoo **out)
 {
 	struct admit_cuckoo *f = NULL;
@@ -261,7 +263,7 @@ cuckoo_snapshot_decode(const unsigned char *buf, size_t len,
 	bb = snap_get32(buf + 16) / 2;
 	st = cuckoo_create(snap_get64(buf + 24), (uint32_t)m, snap_get32(buf + 16),
 	                   snap_get32(buf + 12) & SNAP_FLAG_COUNTING, snap_get32(buf + 20),
-	                   snap_get64(buf + 40), &f);
+	                   snap_get64(buf + 40), alloc, &f);
 	if (st != ADMIT_OK)
 		return st;
 	for (uint64_t i = 0; i < m; i++) {

@@ -11,7 +11,7 @@
  * a table of ghosts (recently evicted keys) for its non-resident HIR
  * blocks.  A change of family keeps every entry (admit_policy_configure).
  *
- * The same code runs the real shards (src/lru.c, under the shard mutex) and
+ * The same code runs the real shards (src/cache/shard.c, under the shard mutex) and
  * the miniature caches that choose their configuration (src/minisim.c), so
  * what is simulated is what runs.  Internal: never installed, not exported.
  *

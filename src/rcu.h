@@ -4,14 +4,14 @@
  *
  * Flavour: urcu-bp, which registers a thread on its first read-side lock,
  * because admit runs on threads it did not create.  Read-side sections may
- * nest and may block (lru.c takes a shard mutex inside one); nothing may
+ * nest and may block (admit_lru takes a shard mutex inside one); nothing may
  * wait for a grace period while holding a lock a reader can wait for, so
  * admit never calls synchronize_rcu: memory goes through admit_rcu_call.
  *
  * Pointers that readers follow are C11 atomics, published with release and
  * read with acquire, in every build: house style wants a C11 atomic for
  * every shared access, on x86-64 both are the plain moves that
- * rcu_assign_pointer and rcu_dereference compile to, and lru.c's resize check
+ * rcu_assign_pointer and rcu_dereference compile to, and the cache index's resize check
  * needs acquire (consume would not order its re-check; gcc promotes consume
  * to acquire anyway).
  *
@@ -23,8 +23,8 @@
  * (configure --enable-tsan defines ADMIT_TSAN) we tell it: each read-side
  * unlock, each admit_rcu_call and the end of each callback release a token;
  * the start of each callback and the return of admit_rcu_barrier acquire it.
- * The token is per translation unit, which is enough: a callback frees only
- * what its own file's readers read.  What is left is inside liburcu-bp
+ * The token is one for the library (defined in src/cache/reclaim.c): a
+ * callback may free what another file's readers read.  What is left is inside liburcu-bp
  * (rcu_barrier's own bookkeeping): tests/tsan.supp names it.
  */
 #ifndef ADMIT_RCU_H
@@ -37,7 +37,7 @@
 #if ADMIT_TSAN
 #include <sanitizer/tsan_interface.h>
 
-static char admit_rcu_token;
+extern char admit_rcu_token;
 #define ADMIT_RCU_TSAN_RELEASE() __tsan_release(&admit_rcu_token)
 #define ADMIT_RCU_TSAN_ACQUIRE() __tsan_acquire(&admit_rcu_token)
 #else

@@ -2,7 +2,9 @@
  * Fault injection: for every k, failing the k-th allocation of creating,
  * loading or saving a filter gives ADMIT_NOMEM, leaves *out untouched, and
  * leaks nothing (the ASan build's LeakSanitizer checks that at exit, which
- * is why this suite runs without forking).
+ * is why this suite runs without forking).  The same with an instance's
+ * own allocator (admit/allocator.h), which also counts every byte: what an
+ * instance holds is its footprint, and all of it comes back at free.
  */
 #include <check.h>
 #include <stdio.h>
@@ -159,6 +161,191 @@ START_TEST(lru_updates_fail_cleanly)
 }
 END_TEST
 
+/* An allocator that counts the bytes it has out and fails its fail_at-th
+ * call.  Each block records its size, so a free of the wrong size fails
+ * the test.  zero: whether it offers zalloc (else the library zeroes). */
+struct counting {
+	size_t live;
+	unsigned long calls, fail_at;
+};
+
+static void *
+counting_alloc(void *ctx, size_t size)
+{
+	struct counting *c = ctx;
+	size_t *b;
+
+	ck_assert_uint_gt(size, 0);
+	if (++c->calls == c->fail_at)
+		return NULL;
+	b = malloc(sizeof(size_t) * 2 + size);
+	ck_assert_ptr_nonnull(b);
+	memset(b + 2, 0xa5, size); /* garbage: the library must zero */
+	b[0] = size;
+	c->live += size;
+	return b + 2;
+}
+
+static void *
+counting_zalloc(void *ctx, size_t size)
+{
+	void *p = counting_alloc(ctx, size);
+
+	if (p)
+		memset(p, 0, size);
+	return p;
+}
+
+static void
+counting_free(void *ctx, void *p, size_t size)
+{
+	struct counting *c = ctx;
+	size_t *b = (size_t *)p - 2;
+
+	ck_assert_uint_eq(b[0], size);
+	ck_assert_uint_ge(c->live, size);
+	c->live -= size;
+	free(b);
+}
+
+static struct admit_allocator
+counting_allocator(struct counting *c, bool zero)
+{
+	*c = (struct counting){ 0 };
+	return (struct admit_allocator){
+		.alloc = counting_alloc,
+		.zalloc = zero ? counting_zalloc : NULL,
+		.free = counting_free,
+		.ctx = c,
+	};
+}
+
+START_TEST(cuckoo_own_allocator)
+{
+	struct admit_cuckoo_config cfg = configs[_i / 2];
+	struct counting cnt;
+	struct admit_allocator a = counting_allocator(&cnt, _i % 2);
+	struct admit_cuckoo *f = NULL, *sentinel = (struct admit_cuckoo *)&f;
+	unsigned long n;
+
+	cfg.alloc = &a;
+	ck_assert_int_eq(admit_cuckoo_new(&cfg, &f), ADMIT_OK);
+	ck_assert_uint_eq(cnt.live, admit_cuckoo_footprint(f));
+	ck_assert_uint_gt(cnt.live, admit_cuckoo_memory(f));
+	for (uint64_t i = 0; i < 500; i++)
+		ck_assert_int_eq(admit_cuckoo_insert(f, KEY(i)), ADMIT_OK);
+	for (uint64_t i = 0; i < 500; i++)
+		ck_assert(admit_cuckoo_contains(f, KEY(i)));
+	ck_assert(!admit_cuckoo_contains(f, KEY(1000000)));
+	ck_assert_uint_eq(cnt.live, admit_cuckoo_footprint(f));
+	admit_cuckoo_free(f);
+	ck_assert_uint_eq(cnt.live, 0);
+	n = cnt.calls;
+	ck_assert_uint_ge(n, 4); /* struct, stripes, their stats, table */
+	for (unsigned long k = 1; k <= n; k++) {
+		cnt = (struct counting){ .fail_at = k };
+		f = sentinel;
+		ck_assert_int_eq(admit_cuckoo_new(&cfg, &f), ADMIT_NOMEM);
+		ck_assert_ptr_eq(f, sentinel);
+		ck_assert_uint_eq(cnt.live, 0);
+	}
+}
+END_TEST
+
+/* A chain: made, restored and grown from its own allocator, failing at
+ * every allocation of each (growth: nothing changed, and the chain takes
+ * the same add once memory is back). */
+START_TEST(chain_own_allocator)
+{
+	struct counting cnt;
+	struct admit_allocator a = counting_allocator(&cnt, _i);
+	struct admit_chain_config cfg = {
+		.capacity = 200, .seed = 9, .single_writer = true, .alloc = &a,
+	};
+	struct admit_chain *c = NULL, *sentinel = (struct admit_chain *)&c;
+	struct admit_chain_info before, after;
+	unsigned long n;
+	void *buf;
+	size_t len, fp;
+	uint64_t i, grow_at;
+
+	ck_assert_int_eq(admit_chain_new(&cfg, &c), ADMIT_OK);
+	ck_assert_uint_eq(cnt.live, admit_chain_footprint(c));
+	n = cnt.calls;
+	admit_chain_free(c);
+	ck_assert_uint_eq(cnt.live, 0);
+	for (unsigned long k = 1; k <= n; k++) {
+		cnt = (struct counting){ .fail_at = k };
+		c = sentinel;
+		ck_assert_int_eq(admit_chain_new(&cfg, &c), ADMIT_NOMEM);
+		ck_assert_ptr_eq(c, sentinel);
+		ck_assert_uint_eq(cnt.live, 0);
+	}
+
+	/* The add that grows the chain, found once. */
+	cnt = (struct counting){ 0 };
+	ck_assert_int_eq(admit_chain_new(&cfg, &c), ADMIT_OK);
+	for (i = 0;; i++) {
+		ck_assert_int_eq(admit_chain_info(c, &before), ADMIT_OK);
+		ck_assert_int_eq(admit_chain_add(c, KEY(i)), ADMIT_OK);
+		ck_assert_int_eq(admit_chain_info(c, &after), ADMIT_OK);
+		if (after.filters > before.filters)
+			break;
+	}
+	grow_at = i;
+	ck_assert_uint_eq(cnt.live, admit_chain_footprint(c));
+	ck_assert_int_eq(admit_chain_dump(c, &buf, &len), ADMIT_OK);
+	admit_chain_free(c);
+	ck_assert_uint_eq(cnt.live, 0);
+
+	for (unsigned long k = 1;; k++) {
+		cnt = (struct counting){ 0 };
+		ck_assert_int_eq(admit_chain_new(&cfg, &c), ADMIT_OK);
+		for (i = 0; i < grow_at; i++)
+			ck_assert_int_eq(admit_chain_add(c, KEY(i)), ADMIT_OK);
+		ck_assert_int_eq(admit_chain_info(c, &before), ADMIT_OK);
+		fp = admit_chain_footprint(c);
+		cnt.fail_at = cnt.calls + k;
+		if (admit_chain_add(c, KEY(grow_at)) == ADMIT_OK) {
+			/* k is past the growth's allocations */
+			ck_assert_uint_ge(k, 4);
+			admit_chain_free(c);
+			break;
+		}
+		ck_assert_int_eq(admit_chain_info(c, &after), ADMIT_OK);
+		ck_assert_int_eq(memcmp(&before, &after, sizeof(before)), 0);
+		ck_assert_uint_eq(admit_chain_footprint(c), fp);
+		ck_assert_uint_eq(cnt.live, fp);
+		for (i = 0; i < grow_at; i++)
+			ck_assert(admit_chain_contains(c, KEY(i)));
+		cnt.fail_at = 0;
+		ck_assert_int_eq(admit_chain_add(c, KEY(grow_at)), ADMIT_OK);
+		ck_assert_uint_eq(cnt.live, admit_chain_footprint(c));
+		admit_chain_free(c);
+		ck_assert_uint_eq(cnt.live, 0);
+	}
+
+	/* Restored from a dump: everything from alloc, at every k. */
+	cnt = (struct counting){ 0 };
+	ck_assert_int_eq(admit_chain_restore_alloc(buf, len, &a, &c), ADMIT_OK);
+	ck_assert_uint_eq(cnt.live, admit_chain_footprint(c));
+	for (i = 0; i <= grow_at; i++)
+		ck_assert(admit_chain_contains(c, KEY(i)));
+	n = cnt.calls;
+	admit_chain_free(c);
+	ck_assert_uint_eq(cnt.live, 0);
+	for (unsigned long k = 1; k <= n; k++) {
+		cnt = (struct counting){ .fail_at = k };
+		c = sentinel;
+		ck_assert_int_eq(admit_chain_restore_alloc(buf, len, &a, &c),
+		                 ADMIT_NOMEM);
+		ck_assert_ptr_eq(c, sentinel);
+		ck_assert_uint_eq(cnt.live, 0);
+	}
+	free(buf);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -171,6 +358,8 @@ main(void)
 	tcase_add_loop_test(tc, new_fails_cleanly, 0, n);
 	tcase_add_loop_test(tc, load_and_save_fail_cleanly, 0, n);
 	tcase_add_loop_test(tc, lru_updates_fail_cleanly, 0, 3);
+	tcase_add_loop_test(tc, cuckoo_own_allocator, 0, 2 * n);
+	tcase_add_loop_test(tc, chain_own_allocator, 0, 2);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	/* No fork: LeakSanitizer reports at the exit of this one process. */

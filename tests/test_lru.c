@@ -16,7 +16,7 @@
 
 #include "cache_value.h"
 #include "hash.h"
-#include "lru_internal.h"
+#include "cache/cache.h"
 #include "testutil.h"
 
 #define SEED 0x1badcafeull
@@ -665,7 +665,7 @@ probe(void *arg)
 	unsigned char v[VAL_MAX];
 
 	/* One event short of a full ring: a full ring takes the mutex. */
-	for (uint64_t i = 0; i < ADMIT_LRU_RING - 1; i++) {
+	for (uint64_t i = 0; i < ADMIT_READBUF_SLOTS - 1; i++) {
 		uint64_t k = i % 100;
 		size_t len;
 		enum admit_status s = admit_lru_get(p->c, &k, sizeof(k), v, sizeof(v), &len);
@@ -707,10 +707,10 @@ START_TEST(test_get_without_mutex)
 	pthread_join(tid, NULL);
 	ck_assert_msg(waited_ms < 30000, "get blocked behind the shard mutex");
 	ck_assert_uint_eq(p.bad, 0);
-	ck_assert_uint_eq(p.hits + p.misses, ADMIT_LRU_RING - 1);
-	ck_assert_uint_eq(p.hits, 50 * ((ADMIT_LRU_RING - 1) / 100) +
-	                          ((ADMIT_LRU_RING - 1) % 100 < 50
-	                           ? (ADMIT_LRU_RING - 1) % 100 : 50));
+	ck_assert_uint_eq(p.hits + p.misses, ADMIT_READBUF_SLOTS - 1);
+	ck_assert_uint_eq(p.hits, 50 * ((ADMIT_READBUF_SLOTS - 1) / 100) +
+	                          ((ADMIT_READBUF_SLOTS - 1) % 100 < 50
+	                           ? (ADMIT_READBUF_SLOTS - 1) % 100 : 50));
 	admit_lru_stats(c, &st);
 	ck_assert_uint_eq(st.hits, p.hits);
 	ck_assert_uint_eq(st.misses, p.misses);

@@ -1,6 +1,9 @@
 #!/bin/sh
 # Install what admit needs to build, test and benchmark, from Debian's
 # packages.  Runs apt-get as root, through sudo when not root.
+#   tools/install-deps.sh [--bench]
+# --bench adds what only the comparisons with other projects run: Java and
+# Caffeine for bench/bench_caffeine.sh.
 set -e
 run=
 [ "$(id -u)" -eq 0 ] || run=sudo
@@ -14,4 +17,8 @@ $run apt-get install -y -qq --no-install-recommends \
 	liburcu-dev libjemalloc-dev libxxhash-dev check \
 	zlib1g-dev liblzma-dev time libcuckoo-dev python3 \
 	>/dev/null
+if [ "${1:-}" = --bench ]; then
+	$run apt-get install -y -qq --no-install-recommends \
+		default-jdk-headless libcaffeine-java >/dev/null
+fi
 echo "install-deps: done"

@@ -5,6 +5,7 @@
 #define ADMIT_ADMIT_H
 
 #include <admit/status.h>
+#include <admit/allocator.h>
 #include <admit/cuckoo.h>
 #include <admit/chain.h>
 #include <admit/cbf.h>

@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <admit/allocator.h>
 #include <admit/status.h>
 
 #ifdef __cplusplus
@@ -101,6 +102,9 @@ struct admit_chain_config {
 	                         time.  Adds then take no chain lock (about
 	                         5 % of admit-dedup's time per key).  false =
 	                         every call thread-safe as documented */
+	const struct admit_allocator *alloc; /* where the chain and its
+	                         filters take their memory, growth included;
+	                         NULL = the library's (admit/allocator.h) */
 };
 
 /* What a chain is made of, as admit_chain_info() reports it. */
@@ -285,6 +289,15 @@ enum admit_status admit_chain_info(const struct admit_chain *c,
                                    struct admit_chain_info *out);
 
 /*
+ * admit_chain_footprint - every byte the chain holds from its allocator
+ * (admit/allocator.h): the chain's struct and each filter's
+ * admit_cuckoo_footprint().  0 for NULL.
+ *
+ * Thread-safety: safe; exact when no growth or trim runs.
+ */
+size_t admit_chain_footprint(const struct admit_chain *c);
+
+/*
  * admit_chain_filter_info - describe filter number filter (0 the oldest,
  * info.filters - 1 the newest) in *out.
  *
@@ -370,6 +383,17 @@ enum admit_status admit_chain_dump(const struct admit_chain *c, void **buf,
  */
 enum admit_status admit_chain_restore(const void *buf, size_t len,
                                       struct admit_chain **out);
+
+/*
+ * admit_chain_restore_alloc - admit_chain_restore(), the chain and its
+ * filters (those it grows later included) taking their memory from alloc
+ * (admit/allocator.h; NULL = the library's).
+ *
+ * Errors and thread-safety: as admit_chain_restore().
+ */
+enum admit_status admit_chain_restore_alloc(const void *buf, size_t len,
+                                            const struct admit_allocator *alloc,
+                                            struct admit_chain **out);
 
 /*
  * admit_chain_save - admit_chain_dump() into a file, written beside path and

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <admit/allocator.h>
 #include <admit/status.h>
 
 #ifdef __cplusplus
@@ -46,6 +47,8 @@ struct admit_cuckoo_config {
 	unsigned stripes;          /* lock stripes; 0 = default, else a power of
 	                              two, at most ADMIT_CUCKOO_MAX_STRIPES */
 	uint64_t seed;             /* hash seed; 0 = random (from getrandom) */
+	const struct admit_allocator *alloc; /* where its memory comes from;
+	                              NULL = the library's (admit/allocator.h) */
 };
 
 /* Largest stripe count accepted in admit_cuckoo_config.stripes. */
@@ -259,6 +262,15 @@ uint64_t admit_cuckoo_slots(const struct admit_cuckoo *f);
  * Thread-safety: safe.
  */
 size_t admit_cuckoo_memory(const struct admit_cuckoo *f);
+
+/*
+ * admit_cuckoo_footprint - every byte the filter holds from its allocator
+ * (admit/allocator.h): the table, the stripes, the filter's own struct and
+ * any alignment padding, as asked of the allocator.  0 for NULL.
+ *
+ * Thread-safety: safe (fixed from creation to free).
+ */
+size_t admit_cuckoo_footprint(const struct admit_cuckoo *f);
 
 /* Event counters, summed over stripes; see admit_cuckoo_stats(). */
 struct admit_cuckoo_stats {

@@ -3,6 +3,7 @@
  * filter commands (CF.*), each filter an admit_chain.
  *
  * Load: redis-server --loadmodule /usr/lib/.../admit/admit_redis.so [SEED n]
+ *       [PENDING_TIMEOUT seconds]
  *
  * Where it differs from RedisBloom (README "admit in Redis"):
  * - buckets always hold 4 fingerprints of 16 bits; BUCKETSIZE and
@@ -16,8 +17,17 @@
  * - without EXPANSION a new filter's expansion is 2 (RedisBloom's is 1,
  *   which with the 32 filters both allow stops at 32 x capacity);
  * - SCANDUMP chunks carry admit's chain format (checksummed); LOADCHUNK
- *   gathers them aside and replaces the key only when the last one arrived
+ *   gathers them aside and makes the key only when the last one arrived
  *   and the whole dump is verified.
+ *
+ * Memory: every byte of a filter comes from RedisModule_TryAlloc (Alloc on
+ * a server without it) through the chain's allocator, and each filter
+ * counts the usable size of what it holds, so MEMORY USAGE is what INFO's
+ * used_memory grew by, maxmemory sees filters as it sees strings, and a
+ * failed allocation answers an error with nothing changed.  Unfinished
+ * LOADCHUNK loads are held in Redis's memory too, at most CF_MAX_PENDING
+ * of them, each dropped after PENDING_TIMEOUT seconds without a chunk and
+ * on FLUSHALL / FLUSHDB.
  *
  * Redis runs every command on its main thread, so no locking is needed
  * here; the chain's own thread-safety is not relied on.
@@ -29,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <admit/chain.h>
 #include <admit/cuckoo.h>
@@ -47,8 +58,10 @@
 #define CF_REAL_MAX_PATH 5
 /* SCANDUMP chunk size: far below Redis's 512 MB bulk limit. */
 #define CF_CHUNK ((size_t)16 << 20)
-/* Unfinished LOADCHUNK sequences kept at once (the oldest is dropped). */
+/* Unfinished LOADCHUNK sequences kept at once (the oldest is dropped),
+ * and how long one waits for its next chunk by default. */
 #define CF_MAX_PENDING 16
+#define CF_PENDING_TIMEOUT_S 60
 
 /* RedisBloom's error replies, to the letter (some without an error code):
  * clients may compare them. */
@@ -60,11 +73,16 @@
 #define ERR_MIN_CAPACITY "Capacity must be at least (BucketSize * 2)"
 #define ERR_POSITION "Invalid position"
 #define ERR_NOMEM "Memory allocation failure"
-#define ERR_CHUNK "ERR invalid chunk: truncated, altered or not an admit " \
-	"filter (nothing loaded)"
+#define ERR_CHUNK "Couldn't load chunk!"
+/* admit's own: a capacity whose tables the server cannot hold. */
+#define ERR_TOO_BIG_MAXMEMORY "OOM the filter's tables would take used " \
+	"memory past 'maxmemory'"
+#define ERR_TOO_BIG_MACHINE "ERR capacity too large: the filter's tables " \
+	"would take more than this machine's memory"
 
 #define RM_DEFINE(name, ret, args) ret(*RM_##name) args;
 RM_API_LIST(RM_DEFINE)
+RM_API_OPTIONAL(RM_DEFINE)
 #undef RM_DEFINE
 
 int
@@ -80,6 +98,11 @@ rm_api_init(RedisModuleCtx *ctx, const char *name, int version)
 		return RM_ERR;
 	RM_API_LIST(RM_FETCH)
 #undef RM_FETCH
+#define RM_FETCH_OPTIONAL(n, ret, args) \
+	if (get_api("RedisModule_" #n, (void *)&RM_##n) != RM_OK) \
+		RM_##n = NULL;
+	RM_API_OPTIONAL(RM_FETCH_OPTIONAL)
+#undef RM_FETCH_OPTIONAL
 	if (RM_IsModuleNameBusy(name))
 		return RM_ERR;
 	RM_SetModuleAttribs(ctx, name, version, RM_APIVER_1);
@@ -88,12 +111,62 @@ rm_api_init(RedisModuleCtx *ctx, const char *name, int version)
 
 static RedisModuleType *cf_type;
 static uint64_t module_seed = 0x61646d69745f6366ull; /* "admit_cf" */
+static long long pending_timeout_ms = CF_PENDING_TIMEOUT_S * 1000LL;
 
-/* A key's value. */
+/* A key's value.  bytes: the usable size of every allocation its chain
+ * holds (RedisModule_MallocSize), so MEMORY USAGE matches used_memory. */
 struct cf {
 	struct admit_chain *chain;
 	uint64_t deleted;
+	size_t bytes;
 };
+
+/* ---- the chain's allocator: Redis's, counted per filter --------------- */
+
+/* NULL when out of memory, where the server has TryAlloc; where it has
+ * not, Alloc, which stops the server when out of memory. */
+static void *
+try_alloc(size_t size)
+{
+	return RM_TryAlloc ? RM_TryAlloc(size) : RM_Alloc(size);
+}
+
+static void *
+cf_mem_alloc(void *ctx, size_t size)
+{
+	struct cf *cf = ctx;
+	void *p = try_alloc(size);
+
+	if (p)
+		cf->bytes += RM_MallocSize(p);
+	return p;
+}
+
+static void
+cf_mem_free(void *ctx, void *p, size_t size)
+{
+	struct cf *cf = ctx;
+
+	(void)size;
+	cf->bytes -= RM_MallocSize(p);
+	RM_Free(p);
+}
+
+/* A value with no chain yet, whose chain is to take its memory from
+ * *alloc; NULL when even that cannot be allocated. */
+static struct cf *
+cf_alloc(struct admit_allocator *alloc)
+{
+	struct cf *cf = try_alloc(sizeof(*cf));
+
+	if (!cf)
+		return NULL;
+	memset(cf, 0, sizeof(*cf));
+	*alloc = (struct admit_allocator){
+		.alloc = cf_mem_alloc, .free = cf_mem_free, .ctx = cf,
+	};
+	return cf;
+}
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -121,34 +194,131 @@ cf_free(void *value)
 	RM_Free(cf);
 }
 
-static struct cf *
-cf_wrap(struct admit_chain *chain)
-{
-	struct cf *cf = RM_Alloc(sizeof(*cf));
-
-	cf->chain = chain;
-	cf->deleted = 0;
-	return cf;
-}
-
 /* expansion 0 is RedisBloom's "never grow": one filter. */
 static enum admit_status
 cf_create(RedisModuleString *key, long long capacity, long long expansion,
           struct cf **out)
 {
+	struct admit_allocator alloc;
 	struct admit_chain_config cfg = {
 		.capacity = (uint64_t)capacity,
 		.expansion = expansion ? (unsigned)expansion : 1,
 		.max_filters = expansion ? 0 : 1,
 		.stripes = 1, /* one thread: the smallest stripe array */
 		.seed = key_seed(key),
+		.alloc = &alloc,
 	};
-	struct admit_chain *chain;
-	enum admit_status st = admit_chain_new(&cfg, &chain);
+	struct cf *cf = cf_alloc(&alloc);
+	enum admit_status st;
 
-	if (st == ADMIT_OK)
-		*out = cf_wrap(chain);
-	return st;
+	if (!cf)
+		return ADMIT_NOMEM;
+	st = admit_chain_new(&cfg, &cf->chain);
+	if (st != ADMIT_OK) {
+		RM_Free(cf);
+		return st;
+	}
+	*out = cf;
+	return ADMIT_OK;
+}
+
+/*
+ * A value's dump, as SCANDUMP, AOF rewrites and LOADCHUNK carry it: the
+ * chain's dump (admit_chain_dump), then a 24-byte trailer: "ADMITDEL", the
+ * items-deleted count, which the chain does not keep, and admit_hash() of
+ * those 16 bytes (u64s, little-endian).  A dump without the trailer (older
+ * modules) loads with 0 deleted.  The RDB saves the count apart and the
+ * chain's dump alone.
+ */
+#define TRAILER_MAGIC "ADMITDEL"
+#define TRAILER_LEN 24
+
+static void
+put64(unsigned char *b, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t
+get64(const unsigned char *b)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | b[i];
+	return v;
+}
+
+static enum admit_status
+cf_dump(const struct cf *cf, unsigned char **buf, size_t *len)
+{
+	void *chain_buf;
+	unsigned char *b;
+	size_t n;
+
+	if (admit_chain_dump(cf->chain, &chain_buf, &n) != ADMIT_OK)
+		return ADMIT_NOMEM;
+	b = realloc(chain_buf, n + TRAILER_LEN);
+	if (!b) {
+		free(chain_buf);
+		return ADMIT_NOMEM;
+	}
+	memcpy(b + n, TRAILER_MAGIC, 8);
+	put64(b + n + 8, cf->deleted);
+	put64(b + n + 16, admit_hash(b + n, 16, 0));
+	*buf = b;
+	*len = n + TRAILER_LEN;
+	return ADMIT_OK;
+}
+
+/* A value from a chain's dump of chain_len bytes at buf, and the deleted
+ * count it goes with. */
+static enum admit_status
+cf_restore(const void *buf, size_t chain_len, uint64_t deleted,
+           struct cf **out)
+{
+	struct admit_allocator alloc;
+	struct cf *cf = cf_alloc(&alloc);
+	enum admit_status st;
+
+	if (!cf)
+		return ADMIT_NOMEM;
+	st = admit_chain_restore_alloc(buf, chain_len, &alloc, &cf->chain);
+	if (st != ADMIT_OK) {
+		RM_Free(cf);
+		return st;
+	}
+	cf->deleted = deleted;
+	*out = cf;
+	return ADMIT_OK;
+}
+
+/*
+ * Whether the server can hold a filter of this capacity, and the error to
+ * answer if not.  The rule: its first table (about 2.1 bytes per item,
+ * admit/cuckoo.h) must fit in the machine's physical memory, and, when
+ * maxmemory is set, in what maxmemory leaves above used_memory.
+ */
+static const char *
+capacity_refused(RedisModuleCtx *ctx, long long capacity)
+{
+	double bytes = (double)capacity / (4 * 0.95) * 8;
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	RedisModuleServerInfoData *info;
+	unsigned long long used, max;
+
+	if (pages > 0 && page > 0 && bytes > (double)pages * (double)page)
+		return ERR_TOO_BIG_MACHINE;
+	info = RM_GetServerInfo(ctx, "memory");
+	if (!info)
+		return NULL;
+	used = RM_ServerInfoGetFieldUnsigned(info, "used_memory", NULL);
+	max = RM_ServerInfoGetFieldUnsigned(info, "maxmemory", NULL);
+	RM_FreeServerInfo(ctx, info);
+	if (max != 0 && (used >= max || bytes > (double)(max - used)))
+		return ERR_TOO_BIG_MAXMEMORY;
+	return NULL;
 }
 
 static bool
@@ -227,6 +397,7 @@ cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	RedisModuleKey *key;
 	struct cf *cf;
 	enum admit_status st;
+	const char *refused;
 
 	if (argc < 3 || argc % 2 == 0)
 		return RM_WrongArity(ctx);
@@ -268,6 +439,10 @@ cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	if (RM_KeyType(key) != RM_KEYTYPE_EMPTY) {
 		RM_CloseKey(key);
 		return RM_ReplyWithError(ctx, ERR_EXISTS);
+	}
+	if ((refused = capacity_refused(ctx, capacity))) {
+		RM_CloseKey(key);
+		return RM_ReplyWithError(ctx, refused);
 	}
 	st = cf_create(argv[1], capacity, expansion, &cf);
 	if (st != ADMIT_OK) {
@@ -342,6 +517,7 @@ insert_common(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, bool nx)
 	RedisModuleKey *key;
 	struct cf *cf;
 	enum admit_status st;
+	const char *refused;
 	int i;
 
 	if (argc < 4)
@@ -369,6 +545,10 @@ insert_common(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, bool nx)
 		if (nocreate) {
 			RM_CloseKey(key);
 			return RM_ReplyWithError(ctx, ERR_NOTFOUND);
+		}
+		if ((refused = capacity_refused(ctx, capacity))) {
+			RM_CloseKey(key);
+			return RM_ReplyWithError(ctx, refused);
 		}
 		st = cf_create(argv[1], capacity, CF_DEFAULT_EXPANSION, &cf);
 		if (st != ADMIT_OK) {
@@ -496,6 +676,8 @@ cmd_del(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	return RM_ReplyWithLongLong(ctx, st == ADMIT_OK);
 }
 
+static size_t cf_mem_usage(const void *value);
+
 /* ---- CF.INFO ----------------------------------------------------------- */
 
 static int
@@ -518,7 +700,7 @@ cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	/* RedisBloom's fields first, in its order, then admit's. */
 	RM_ReplyWithArray(ctx, 22);
 	RM_ReplyWithSimpleString(ctx, "Size");
-	RM_ReplyWithLongLong(ctx, (long long)info.memory);
+	RM_ReplyWithLongLong(ctx, (long long)cf_mem_usage(cf));
 	RM_ReplyWithSimpleString(ctx, "Number of buckets");
 	RM_ReplyWithLongLong(ctx, (long long)info.buckets);
 	RM_ReplyWithSimpleString(ctx, "Number of filters");
@@ -546,13 +728,15 @@ cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 
 /* ---- CF.SCANDUMP / CF.LOADCHUNK ---------------------------------------
  *
- * The dump is admit_chain_dump()'s bytes, cut into chunks of CF_CHUNK.  The
+ * The dump is cf_dump()'s bytes, cut into chunks of CF_CHUNK.  The
  * iterator a chunk comes with is the offset just past it (so never 0), and
- * SCANDUMP key it returns the chunk that starts at it; [0, ""] at the end.
- * LOADCHUNK key it data therefore knows where data starts (it - len): a
- * chunk of offset 0 begins a load, the others must continue one.  Chunks
- * are gathered aside, per database and key, and the key is replaced only
- * when the dump is complete and admit_chain_restore() accepts all of it.
+ * SCANDUMP key it returns the chunk that starts at it; [0, nil] at the end
+ * and for a filter that holds no item (as RedisBloom answers).  LOADCHUNK
+ * key it data therefore knows where data starts (it - len): a chunk of
+ * offset 0 begins a load, the others must continue one.  Chunks are
+ * gathered aside, per database and key, in Redis's memory, and the key is
+ * made only when the dump is complete and admit_chain_restore() accepts
+ * all of it; a key that holds a filter is never replaced.
  */
 
 struct pending {
@@ -561,11 +745,13 @@ struct pending {
 	size_t name_len;
 	unsigned char *buf;
 	size_t have;
-	uint64_t stamp;
+	long long last_ms; /* when its latest chunk came */
+	uint64_t stamp;    /* order of the latest chunks, for eviction */
 };
 
 static struct pending pend[CF_MAX_PENDING];
 static uint64_t pend_clock;
+static bool pend_timer;
 
 static void
 pending_drop(struct pending *p)
@@ -573,6 +759,48 @@ pending_drop(struct pending *p)
 	RM_Free(p->name);
 	RM_Free(p->buf);
 	memset(p, 0, sizeof(*p));
+}
+
+/* Drops the loads of database db (-1: of all) that have waited
+ * timeout_ms or more for their next chunk (0: every one); returns how
+ * many loads remain. */
+static int
+pending_expire(int db, long long timeout_ms)
+{
+	long long now = RM_Milliseconds();
+	int left = 0;
+
+	for (int i = 0; i < CF_MAX_PENDING; i++) {
+		if (!pend[i].name)
+			continue;
+		if ((db == -1 || pend[i].db == db) &&
+		    now - pend[i].last_ms >= timeout_ms)
+			pending_drop(&pend[i]);
+		else
+			left++;
+	}
+	return left;
+}
+
+static void
+pending_timer(RedisModuleCtx *ctx, void *data)
+{
+	(void)data;
+	pend_timer = pending_expire(-1, pending_timeout_ms) > 0;
+	if (pend_timer)
+		RM_CreateTimer(ctx, pending_timeout_ms, pending_timer, NULL);
+}
+
+static void
+on_flush(RedisModuleCtx *ctx, RedisModuleEvent e, uint64_t subevent,
+         void *data)
+{
+	const struct rm_flush_info *fi = data;
+
+	(void)ctx;
+	(void)e;
+	(void)subevent;
+	pending_expire(fi ? fi->dbnum : -1, 0);
 }
 
 static struct pending *
@@ -586,7 +814,7 @@ pending_find(int db, const char *name, size_t len)
 }
 
 static struct pending *
-pending_new(int db, const char *name, size_t len)
+pending_new(RedisModuleCtx *ctx, int db, const char *name, size_t len)
 {
 	struct pending *p = &pend[0];
 
@@ -599,37 +827,51 @@ pending_new(int db, const char *name, size_t len)
 			p = &pend[i];
 	}
 	pending_drop(p);
-	p->db = db;
 	p->name = RM_Alloc(len ? len : 1);
 	memcpy(p->name, name, len);
 	p->name_len = len;
-	p->stamp = ++pend_clock;
+	p->db = db;
+	if (!pend_timer) {
+		RM_CreateTimer(ctx, pending_timeout_ms, pending_timer, NULL);
+		pend_timer = true;
+	}
 	return p;
 }
 
-/* The dump's whole length, once enough of it is here to tell (the header
- * and every filter's length word); 0 before that, UINT64_MAX if it cannot
- * be a dump.  The layout is the one admit_chain_dump() documents. */
+/* The chain dump's whole length, once enough of it is here to tell (the
+ * header and every filter's length word); 0 before that, UINT64_MAX if it
+ * cannot be a dump.  The layout is the one src/chain.c documents. */
 static uint64_t
 dump_total(const unsigned char *b, size_t have)
 {
-	uint64_t off = 48, n;
+	uint64_t off, n;
 
 	if (memcmp(b, "ADMITCHN", have < 8 ? have : 8) != 0)
 		return UINT64_MAX;
-	if (have < 48)
+	if (have < 12)
+		return 0;
+	switch (b[8] | b[9] << 8 | b[10] << 16 | (uint64_t)b[11] << 24) {
+	case 1:
+		off = 48;
+		break;
+	case 2:
+		off = 72;
+		break;
+	default:
+		return UINT64_MAX;
+	}
+	if (have < off)
 		return 0;
 	n = (uint64_t)b[12] | (uint64_t)b[13] << 8 | (uint64_t)b[14] << 16 |
 	    (uint64_t)b[15] << 24;
 	if (n == 0 || n > ADMIT_CHAIN_MAX_FILTERS)
 		return UINT64_MAX;
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t fl = 0;
+		uint64_t fl;
 
 		if (off + 8 > have)
 			return 0;
-		for (int k = 7; k >= 0; k--)
-			fl = fl << 8 | b[off + (uint64_t)k];
+		fl = get64(b + off);
 		if (fl > UINT64_MAX / 2 - off)
 			return UINT64_MAX;
 		off += 8 + fl;
@@ -640,11 +882,12 @@ dump_total(const unsigned char *b, size_t have)
 static int
 cmd_scandump(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
+	struct admit_chain_info info;
 	RedisModuleKey *key;
 	struct cf *cf;
 	long long it;
-	void *buf;
-	size_t len, n;
+	unsigned char *buf = NULL;
+	size_t len = 0, n;
 
 	if (argc != 3)
 		return RM_WrongArity(ctx);
@@ -656,7 +899,8 @@ cmd_scandump(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 		RM_CloseKey(key);
 		return RM_ReplyWithError(ctx, ERR_NOTFOUND);
 	}
-	if (admit_chain_dump(cf->chain, &buf, &len) != ADMIT_OK) {
+	admit_chain_info(cf->chain, &info);
+	if (info.items > 0 && cf_dump(cf, &buf, &len) != ADMIT_OK) {
 		RM_CloseKey(key);
 		return RM_ReplyWithError(ctx, ERR_NOMEM);
 	}
@@ -664,7 +908,7 @@ cmd_scandump(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	RM_ReplyWithArray(ctx, 2);
 	if ((unsigned long long)it >= len) {
 		RM_ReplyWithLongLong(ctx, 0);
-		RM_ReplyWithStringBuffer(ctx, "", 0);
+		RM_ReplyWithNull(ctx);
 	} else {
 		n = len - (size_t)it < CF_CHUNK ? len - (size_t)it : CF_CHUNK;
 		RM_ReplyWithLongLong(ctx, it + (long long)n);
@@ -674,17 +918,40 @@ cmd_scandump(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	return RM_OK;
 }
 
+/* Whether p holds a whole dump (*chain_len: the chain's part of it), more
+ * is to come (false, *bad false), or it cannot be a dump (*bad true).
+ * last: the latest chunk was shorter than CF_CHUNK, so nothing follows. */
+static bool
+pending_complete(const struct pending *p, bool last, size_t *chain_len,
+                 bool *bad)
+{
+	uint64_t total = dump_total(p->buf, p->have);
+
+	*bad = true;
+	if (total == UINT64_MAX || (total != 0 && p->have > total + TRAILER_LEN))
+		return false;
+	*chain_len = (size_t)total;
+	if (total != 0 && (p->have == total + TRAILER_LEN ||
+	                   (p->have == total && last))) {
+		*bad = false;
+		return true;
+	}
+	*bad = last;
+	return false;
+}
+
 static int
 cmd_loadchunk(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
 	RedisModuleKey *key;
 	struct pending *p;
-	struct admit_chain *chain;
-	struct cf *cf;
+	struct cf *cf, *old;
 	const char *name, *data;
-	size_t name_len, len;
+	unsigned char *grown;
+	size_t name_len, len, chain_len;
+	uint64_t deleted = 0;
 	long long it;
-	uint64_t total;
+	bool bad;
 	int db;
 	enum admit_status st;
 
@@ -695,64 +962,92 @@ cmd_loadchunk(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	data = RM_StringPtrLen(argv[3], &len);
 	if (len == 0 || len > CF_CHUNK || (unsigned long long)it < len)
 		return RM_ReplyWithError(ctx, ERR_CHUNK);
-	/* Refuse a key of another type before gathering anything. */
 	if (!open_cf(ctx, argv[1], RM_READ, &key, &cf))
 		return RM_OK;
 	RM_CloseKey(key);
 
 	db = RM_GetSelectedDb(ctx);
 	name = RM_StringPtrLen(argv[1], &name_len);
+	pending_expire(-1, pending_timeout_ms);
 	p = pending_find(db, name, name_len);
 	if ((size_t)it == len) {
-		/* The first chunk: a new load, replacing any unfinished one. */
+		/* The first chunk: a new load, replacing any unfinished one,
+		 * into a key that holds no filter. */
+		if (cf) {
+			if (p)
+				pending_drop(p);
+			return RM_ReplyWithError(ctx, ERR_EXISTS);
+		}
 		if (!p)
-			p = pending_new(db, name, name_len);
+			p = pending_new(ctx, db, name, name_len);
 		RM_Free(p->buf);
 		p->buf = NULL;
 		p->have = 0;
 	} else if (!p || p->have != (size_t)it - len) {
 		if (p)
 			pending_drop(p);
-		return RM_ReplyWithError(ctx, ERR_CHUNK);
+		return RM_ReplyWithError(ctx, !p && !cf ? ERR_NOTFOUND : ERR_CHUNK);
 	}
 	/* Every chunk but the last is exactly CF_CHUNK long, so a cut one is
-	 * known at once. */
+	 * known at once.  The buffer grows by whole chunks: a load of n bytes
+	 * copies them O(n^2 / 16 MiB) times; a dump is rarely more than a
+	 * few chunks. */
 	if (p->have % CF_CHUNK != 0) {
 		pending_drop(p);
 		return RM_ReplyWithError(ctx, ERR_CHUNK);
 	}
-	/* Whole chunks, so the buffer grows by at most 16 MiB at a time and
-	 * a load of n bytes copies them O(n^2 / 16 MiB) times; a dump is
-	 * rarely more than a few chunks. */
-	p->buf = RM_Realloc(p->buf, p->have + len);
-	memcpy(p->buf + p->have, data, len);
-	p->have += len;
-	p->stamp = ++pend_clock;
-	total = dump_total(p->buf, p->have);
-	if (total == UINT64_MAX || (total == 0 && len < CF_CHUNK) ||
-	    (total != 0 && (total < p->have ||
-	                    (total > p->have && len < CF_CHUNK)))) {
-		/* Not a dump, or it ends short of what it says. */
+	if (!(grown = try_alloc(p->have + len))) {
 		pending_drop(p);
-		return RM_ReplyWithError(ctx, ERR_CHUNK);
+		return RM_ReplyWithError(ctx, ERR_NOMEM);
 	}
-	/* Chunks before the last are not replicated (nor written to the AOF):
-	 * a replica that connects in the middle of a load would miss the
-	 * first ones.  The last one propagates them all, in one MULTI. */
-	if (total != p->have)
+	if (p->have)
+		memcpy(grown, p->buf, p->have);
+	memcpy(grown + p->have, data, len);
+	RM_Free(p->buf);
+	p->buf = grown;
+	p->have += len;
+	p->last_ms = RM_Milliseconds();
+	p->stamp = ++pend_clock;
+	if (!pending_complete(p, len < CF_CHUNK, &chain_len, &bad)) {
+		if (bad) {
+			pending_drop(p);
+			return RM_ReplyWithError(ctx, ERR_CHUNK);
+		}
+		/* Chunks before the last are not replicated (nor written to
+		 * the AOF): a replica that connects in the middle of a load
+		 * would miss the first ones.  The last one propagates them
+		 * all, in one MULTI. */
 		return RM_ReplyWithSimpleString(ctx, "OK");
-	st = admit_chain_restore(p->buf, p->have, &chain);
+	}
+	if (p->have > chain_len) {
+		const unsigned char *t = p->buf + chain_len;
+
+		if (memcmp(t, TRAILER_MAGIC, 8) != 0 ||
+		    get64(t + 16) != admit_hash(t, 16, 0)) {
+			pending_drop(p);
+			return RM_ReplyWithError(ctx, ERR_CHUNK);
+		}
+		deleted = get64(t + 8);
+	}
+	st = cf_restore(p->buf, chain_len, deleted, &cf);
 	if (st != ADMIT_OK) {
 		pending_drop(p);
-		return st == ADMIT_NOMEM ? RM_ReplyWithError(ctx, ERR_NOMEM)
-		                         : RM_ReplyWithError(ctx, ERR_CHUNK);
+		return RM_ReplyWithError(ctx, st == ADMIT_NOMEM ? ERR_NOMEM
+		                                                : ERR_CHUNK);
 	}
-	if (!open_cf(ctx, argv[1], RM_READ | RM_WRITE, &key, &cf)) {
+	if (!open_cf(ctx, argv[1], RM_READ | RM_WRITE, &key, &old)) {
 		pending_drop(p);
-		admit_chain_free(chain);
+		cf_free(cf);
 		return RM_OK;
 	}
-	RM_ModuleTypeSetValue(key, cf_type, cf_wrap(chain));
+	if (old || RM_KeyType(key) != RM_KEYTYPE_EMPTY) {
+		/* Made while the chunks came: never replaced. */
+		RM_CloseKey(key);
+		pending_drop(p);
+		cf_free(cf);
+		return RM_ReplyWithError(ctx, ERR_EXISTS);
+	}
+	RM_ModuleTypeSetValue(key, cf_type, cf);
 	RM_CloseKey(key);
 	for (size_t off = 0; off < p->have; off += CF_CHUNK) {
 		size_t n = p->have - off < CF_CHUNK ? p->have - off : CF_CHUNK;
@@ -789,7 +1084,6 @@ cf_rdb_save(RedisModuleIO *io, void *value)
 static void *
 cf_rdb_load(RedisModuleIO *io, int encver)
 {
-	struct admit_chain *chain;
 	struct cf *cf;
 	uint64_t deleted;
 	char *buf;
@@ -807,15 +1101,13 @@ cf_rdb_load(RedisModuleIO *io, int encver)
 		RM_Free(buf);
 		return NULL;
 	}
-	st = admit_chain_restore(buf, len, &chain);
+	st = cf_restore(buf, len, deleted, &cf);
 	RM_Free(buf);
 	if (st != ADMIT_OK) {
 		RM_LogIOError(io, "warning", "admit: a filter in the RDB is %s",
 		              admit_strerror(st));
 		return NULL;
 	}
-	cf = cf_wrap(chain);
-	cf->deleted = deleted;
 	return cf;
 }
 
@@ -823,10 +1115,10 @@ static void
 cf_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
 {
 	struct cf *cf = value;
-	void *buf;
+	unsigned char *buf;
 	size_t len;
 
-	if (admit_chain_dump(cf->chain, &buf, &len) != ADMIT_OK) {
+	if (cf_dump(cf, &buf, &len) != ADMIT_OK) {
 		RM_LogIOError(aof, "warning", "admit: out of memory in AOF rewrite");
 		return;
 	}
@@ -843,12 +1135,10 @@ static size_t
 cf_mem_usage(const void *value)
 {
 	const struct cf *cf = value;
-	struct admit_chain_info info;
 
-	admit_chain_info(cf->chain, &info);
-	/* The tables, plus each filter's header and one-stripe arrays and the
-	 * chain's own struct (approximate: a few hundred bytes each). */
-	return sizeof(*cf) + 512 + info.memory + (size_t)info.filters * 256;
+	/* What the chain holds and the value's own struct, as used_memory
+	 * counts them (usable sizes). */
+	return cf->bytes + RM_MallocSize((void *)cf);
 }
 
 static void
@@ -905,14 +1195,25 @@ RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	for (int i = 0; i < argc; i += 2) {
 		long long v;
 
-		if (i + 1 < argc && arg_is(argv[i], "SEED") &&
-		    RM_StringToLongLong(argv[i + 1], &v) == RM_OK) {
+		bool num = i + 1 < argc &&
+		           RM_StringToLongLong(argv[i + 1], &v) == RM_OK;
+
+		if (num && arg_is(argv[i], "SEED")) {
 			module_seed = (uint64_t)v;
 			continue;
 		}
-		RM_Log(ctx, "warning", "admit: module arguments are SEED n");
+		if (num && arg_is(argv[i], "PENDING_TIMEOUT") && v > 0 &&
+		    v <= 86400) {
+			pending_timeout_ms = v * 1000;
+			continue;
+		}
+		RM_Log(ctx, "warning", "admit: module arguments are SEED n and "
+		       "PENDING_TIMEOUT seconds (1 to 86400)");
 		return RM_ERR;
 	}
+	if (RM_SubscribeToServerEvent(ctx, (RedisModuleEvent){ RM_EVENT_FLUSHDB, 1 },
+	                              on_flush) != RM_OK)
+		return RM_ERR;
 	cf_type = RM_CreateDataType(ctx, "admit-ckf", CF_ENCVER, &tm);
 	if (!cf_type)
 		return RM_ERR;

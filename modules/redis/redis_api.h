@@ -9,8 +9,9 @@
  * "GetApi(name, &pointer)" that fills one function pointer by its name
  * ("RedisModule_OpenKey", ...) and returns 0 on success.  rm_api_init()
  * below fetches every pointer this module uses that way, then registers the
- * module's name (SetModuleAttribs).  Only API version 1 entries are used, so
- * the module loads on Redis 6.0 and later and on Valkey.
+ * module's name (SetModuleAttribs).  Every entry is in Redis 6.0's API, but
+ * TryAlloc (7.0), which is optional: the module loads on Redis 6.0 and
+ * later and on Valkey.
  *
  * Every struct is opaque except the type-methods table, whose layout is the
  * reference's: a version word, then the callbacks in a fixed order; version 1
@@ -44,6 +45,24 @@ typedef struct RedisModuleString RedisModuleString;
 typedef struct RedisModuleIO RedisModuleIO;
 typedef struct RedisModuleType RedisModuleType;
 typedef struct RedisModuleDigest RedisModuleDigest;
+typedef struct RedisModuleServerInfoData RedisModuleServerInfoData;
+typedef uint64_t RedisModuleTimerID;
+
+/* Server events (SubscribeToServerEvent): FLUSHDB, whose data is a
+ * flush-info struct naming the database (-1: all). */
+typedef struct RedisModuleEvent {
+	uint64_t id;
+	uint64_t dataver;
+} RedisModuleEvent;
+#define RM_EVENT_FLUSHDB 2
+struct rm_flush_info {
+	uint64_t version;
+	int32_t sync;
+	int32_t dbnum;
+};
+typedef void (*rm_event_fn)(RedisModuleCtx *ctx, RedisModuleEvent e,
+                            uint64_t subevent, void *data);
+typedef void (*rm_timer_fn)(RedisModuleCtx *ctx, void *data);
 
 typedef int (*rm_cmd_fn)(RedisModuleCtx *ctx, RedisModuleString **argv,
                          int argc);
@@ -82,6 +101,7 @@ struct rm_type_methods {
 	X(ReplyWithLongLong, int, (RedisModuleCtx *, long long)) \
 	X(ReplyWithArray, int, (RedisModuleCtx *, long)) \
 	X(ReplyWithStringBuffer, int, (RedisModuleCtx *, const char *, size_t)) \
+	X(ReplyWithNull, int, (RedisModuleCtx *)) \
 	X(StringPtrLen, const char *, (const RedisModuleString *, size_t *)) \
 	X(StringToLongLong, int, (const RedisModuleString *, long long *)) \
 	X(ReplicateVerbatim, int, (RedisModuleCtx *)) \
@@ -97,11 +117,27 @@ struct rm_type_methods {
 	X(Alloc, void *, (size_t)) \
 	X(Realloc, void *, (void *, size_t)) \
 	X(Free, void, (void *)) \
+	X(MallocSize, size_t, (void *)) \
+	X(Milliseconds, long long, (void)) \
+	X(CreateTimer, RedisModuleTimerID, (RedisModuleCtx *, long long, \
+	                                    rm_timer_fn, void *)) \
+	X(SubscribeToServerEvent, int, (RedisModuleCtx *, RedisModuleEvent, \
+	                                rm_event_fn)) \
+	X(GetServerInfo, RedisModuleServerInfoData *, (RedisModuleCtx *, \
+	                                               const char *)) \
+	X(ServerInfoGetFieldUnsigned, unsigned long long, \
+	  (RedisModuleServerInfoData *, const char *, int *)) \
+	X(FreeServerInfo, void, (RedisModuleCtx *, RedisModuleServerInfoData *)) \
 	X(Log, void, (RedisModuleCtx *, const char *, const char *, ...)) \
 	X(LogIOError, void, (RedisModuleIO *, const char *, const char *, ...))
 
+/* Entries a server may lack (TryAlloc: Redis 7.0 and later); NULL then. */
+#define RM_API_OPTIONAL(X) \
+	X(TryAlloc, void *, (size_t))
+
 #define RM_DECLARE(name, ret, args) extern ret(*RM_##name) args;
 RM_API_LIST(RM_DECLARE)
+RM_API_OPTIONAL(RM_DECLARE)
 #undef RM_DECLARE
 
 /*

@@ -1,7 +1,10 @@
 #!/usr/bin/python3
-"""admit_redis.so against a real redis-server: every CF.* command, reply and
+"""admit_redis.so against a real server: every CF.* command, reply and
 error; persistence (DEBUG RELOAD, RDB and AOF restarts, a corrupt RDB); a
-replica; a three-node cluster; hostile input.  Usage: test_redis.py MODULE.
+replica; a three-node cluster; hostile input; memory as the server counts
+it (used_memory, maxmemory, unfinished loads).  Usage: test_redis.py MODULE
+[TEST...]; the server is $ADMIT_REDIS_SERVER (redis-server by default, or
+Valkey's valkey-server).
 
 Each server runs on a free loopback port in its own temporary directory and
 is stopped (by its own pid) when the test ends, whatever happens."""
@@ -20,6 +23,7 @@ import redis
 from redis.exceptions import ResponseError
 
 MODULE = os.path.abspath(sys.argv[1])
+SERVER = os.environ.get("ADMIT_REDIS_SERVER", "redis-server")
 PROCS = []
 TOP = tempfile.mkdtemp(prefix="admit_redis_test.")
 
@@ -51,19 +55,20 @@ def free_port():
 
 
 class Server:
-    def __init__(self, name, *extra, port=None, directory=None):
+    def __init__(self, name, *extra, port=None, directory=None, modargs=()):
         self.dir = directory or os.path.join(TOP, name)
         os.makedirs(self.dir, exist_ok=True)
         self.port = port or free_port()
         self.extra = list(extra)
+        self.modargs = list(modargs)
         self.start()
 
     def start(self, expect_fail=False):
-        args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+        args = [SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
                 "--dir", self.dir, "--save", "", "--appendonly", "no",
                 "--enable-debug-command", "yes", "--loglevel", "notice",
                 "--logfile", os.path.join(self.dir, "log"),
-                "--loadmodule", MODULE] + self.extra
+                "--loadmodule", MODULE] + self.modargs + self.extra
         # stdout: redis-check-rdb's report when a load fails, too long.
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL)
         PROCS.append(self.proc)
@@ -114,6 +119,9 @@ def error(r, *cmd):
     except ResponseError as e:
         return str(e)
     raise AssertionError("%r answered %r, expected an error" % (cmd, got))
+
+
+BAD_CHUNK = "Couldn't load chunk!"
 
 
 def digest(r, key):
@@ -184,7 +192,11 @@ def test_commands(s):
     check(inf["Max filters"] == 32, "info max filters")
     check(abs(float(inf["Error rate bound"]) - 8 / 65536) < 1e-9, "info bound")
     check(inf["Number of buckets"] * 4 * 0.95 >= 1000, "buckets")
-    check(inf["Size"] == inf["Number of buckets"] * 8, "size")
+    # Size is what the filter holds, as MEMORY USAGE says: its table and
+    # the rest.
+    check(inf["Size"] >= inf["Number of buckets"] * 8, "size")
+    # (MEMORY USAGE adds the key's name and entry.)
+    check(0 <= r.memory_usage("f") - inf["Size"] <= 256, "size is MEMORY USAGE")
     # Options, in any order and case.
     check(r.execute_command("CF.RESERVE", "g", 100, "expansion", 4,
                             "BUCKETSIZE", 3, "MaxIterations", 50) == b"OK",
@@ -286,6 +298,157 @@ def test_errors(s):
     check(not r.exists("n"), "no key made by a refused command")
 
 
+REDISBLOOM_INFO = ["Size", "Number of buckets", "Number of filters",
+                   "Number of items inserted", "Number of items deleted",
+                   "Bucket size", "Expansion rate", "Max iterations"]
+
+
+def test_redisbloom_replies(s):
+    """Replies a RedisBloom client can tell apart: CF.INFO's field names and
+    order, SCANDUMP of a filter that holds nothing, LOADCHUNK's errors."""
+    r = s.r
+    r.execute_command("CF.RESERVE", "rb", 1000)
+    raw = r.execute_command("CF.INFO", "rb")
+    check([f.decode() for f in raw[0:16:2]] == REDISBLOOM_INFO,
+          "CF.INFO starts with RedisBloom's fields: %r" % raw[0:16:2])
+    check(r.execute_command("CF.SCANDUMP", "rb", 0) == [0, None],
+          "empty filter: [0, nil]")
+    r.execute_command("CF.ADD", "rb", "a")
+    r.execute_command("CF.DEL", "rb", "a")
+    check(r.execute_command("CF.SCANDUMP", "rb", 0) == [0, None],
+          "emptied filter: [0, nil]")
+    r.execute_command("CF.ADD", "rb", "a")
+    it, data = r.execute_command("CF.SCANDUMP", "rb", 0)
+    check(r.execute_command("CF.SCANDUMP", "rb", it) == [0, None],
+          "past the end: [0, nil]")
+    check(error(r, "CF.LOADCHUNK", "rb", 0, data) == "Invalid position",
+          "position 0")
+    check(error(r, "CF.LOADCHUNK", "rb", it, data) == "item exists",
+          "into a filter")
+    check(error(r, "CF.LOADCHUNK", "rb2", it, data[:-1] + b"?") == BAD_CHUNK,
+          "altered chunk")
+    r.delete("rb")
+
+
+def test_counters(s):
+    """Items deleted survive a SCANDUMP / LOADCHUNK copy and DEBUG RELOAD
+    (RDB and AOF restarts: test_rdb_restart, test_aof_restart)."""
+    r = s.r
+    r.execute_command("CF.RESERVE", "cnt", 1000)
+    add_many(r, "cnt", items("cnt", 50))
+    for it in items("cnt", 7):
+        r.execute_command("CF.DEL", "cnt", it)
+    want = info(r, "cnt")
+    check(want["Number of items deleted"] == 7, "7 deleted")
+    for it, data in scandump(r, "cnt"):
+        r.execute_command("CF.LOADCHUNK", "cnt2", it, data)
+    check(info(r, "cnt2") == want, "copy keeps every counter: %r" %
+          info(r, "cnt2"))
+    r.delete("cnt", "cnt2")
+
+
+def used_memory(r):
+    return r.info("memory")["used_memory"]
+
+
+def test_memory():
+    """INFO's used_memory grows by MEMORY USAGE (within 1 %) and comes back
+    when the filter goes; maxmemory refuses what would not fit, and once
+    used_memory is past it, CF.* writes get the server's own OOM error."""
+    s = Server("memory", "--maxmemory", "200mb")
+    r = s.r
+    # The first commands make some of the server's own buffers.
+    r.execute_command("CF.RESERVE", "m", 1000)
+    add_many(r, "m", items("m", 10))
+    r.memory_usage("m")
+    used_memory(r)
+    r.delete("m")
+    used_memory(r)
+    for cap, grow in [(10 ** 6, 0), (10 ** 7, 0), (2 * 10 ** 6, 40000)]:
+        before = used_memory(r)
+        r.execute_command("CF.RESERVE", "m", cap, "EXPANSION", 1)
+        add_many(r, "m", items("m", grow))   # with growth: more filters
+        usage = r.memory_usage("m")
+        grew = used_memory(r) - before
+        check(abs(grew - usage) <= usage / 100,
+              "capacity %d: used_memory +%d, MEMORY USAGE %d" %
+              (cap, grew, usage))
+        check(0 <= usage - info(r, "m")["Size"] <= 256, "CF.INFO Size")
+        r.delete("m")
+        check(abs(used_memory(r) - before) <= usage / 100,
+              "capacity %d: given back" % cap)
+    # The rule: a filter's first table must fit in what maxmemory leaves.
+    m = error(r, "CF.RESERVE", "huge", 10 ** 8)
+    check(m.startswith("OOM") and "maxmemory" in m, "past maxmemory: " + m)
+    m = error(r, "CF.INSERT", "huge", "CAPACITY", 10 ** 8, "ITEMS", "a")
+    check(m.startswith("OOM"), "insert past maxmemory: " + m)
+    check(not r.exists("huge"), "nothing made")
+    # ... and in the machine's memory, with or without maxmemory.
+    r.config_set("maxmemory", 0)
+    m = error(r, "CF.RESERVE", "huge", 16320875721)
+    check("more than this machine's memory" in m, "past the machine: " + m)
+    # Past maxmemory the server itself refuses (deny-oom), as for strings.
+    r.execute_command("CF.RESERVE", "f1", 10 ** 7)
+    r.config_set("maxmemory", used_memory(r) - (1 << 20))
+    for cmd in [("CF.RESERVE", "f2", 1000), ("CF.ADD", "f3", "a"),
+                ("CF.ADD", "f1", "a"), ("CF.INSERT", "f1", "ITEMS", "a"),
+                ("SET", "s", "v")]:
+        m = error(r, *cmd)
+        check(m.startswith("OOM command not allowed"), "%r: %s" % (cmd, m))
+    check(r.execute_command("CF.EXISTS", "f1", "a") == 0, "reads still run")
+    check(r.execute_command("CF.DEL", "f1", "a") == 0, "deletes still run")
+    s.stop()
+
+
+def test_pending_loads():
+    """Unfinished LOADCHUNK loads hold their chunks in the server's memory
+    until FLUSHALL / FLUSHDB or PENDING_TIMEOUT seconds without a chunk."""
+    s = Server("pending", modargs=["PENDING_TIMEOUT", "1"])
+    r = s.r
+    r.execute_command("CF.RESERVE", "src", 10 ** 7)
+    add_many(r, "src", items("src", 100))
+    chunks = scandump(r, "src")
+    check(len(chunks) == 2, "two chunks")
+    r.delete("src")
+
+
+    def first_chunk():
+        # From a connection of its own, closed after: the server frees
+        # its 16 MiB query buffer with it.
+        c = redis.Redis(port=s.port)
+        check(c.execute_command("CF.LOADCHUNK", "dst", *chunks[0]) == b"OK",
+              "first chunk")
+        c.connection_pool.disconnect()
+        for _ in range(100):
+            if r.info("clients")["connected_clients"] == 1:
+                break
+            time.sleep(0.01)
+        else:
+            raise AssertionError("the loading client stays connected")
+
+    first_chunk()   # makes the server's buffers of that size once
+    r.flushall()
+    for flush in [lambda: r.flushall(), lambda: r.flushdb(),
+                  lambda: time.sleep(2.5)]:
+        before = used_memory(r)
+        first_chunk()
+        check(used_memory(r) - before >= len(chunks[0][1]) * 0.99,
+              "the chunk is counted in used_memory: %d" %
+              (used_memory(r) - before))
+        flush()
+        check(used_memory(r) - before < 1 << 20, "given back: %d" %
+              (used_memory(r) - before))
+        check(error(r, "CF.LOADCHUNK", "dst", *chunks[1]) == "not found",
+              "the load is gone")
+    # A FLUSHDB of another database leaves it.
+    r.execute_command("CF.LOADCHUNK", "dst", *chunks[0])
+    r2 = redis.Redis(port=s.port, db=1)
+    r2.flushdb()
+    check(r.execute_command("CF.LOADCHUNK", "dst", *chunks[1]) == b"OK",
+          "load of db 0 kept by FLUSHDB of db 1")
+    s.stop()
+
+
 def test_growth(s):
     r = s.r
     for exp, minf in [(None, 5), (1, 20)]:
@@ -352,30 +515,41 @@ def test_scandump(s):
     check(r.execute_command("CF.LOADCHUNK", "sd2", it, data) == b"OK", "load")
     check(digest(r, "sd2") == digest(r, "sd"), "loaded equal")
     check(all(exists_many(r, "sd2", items("sd", 1000))), "loaded answers")
-    # Loading over an existing filter replaces it.
+    # Loading over an existing filter is refused (RedisBloom's answer) and
+    # changes nothing.
     r.execute_command("CF.ADD", "sd3", "other")
-    check(r.execute_command("CF.LOADCHUNK", "sd3", it, data) == b"OK", "replace")
-    check(digest(r, "sd3") == digest(r, "sd"), "replaced equal")
-    # Every truncation, with its iterator or the truncated length: refused.
     keep = digest(r, "sd3")
+    check(error(r, "CF.LOADCHUNK", "sd3", it, data) == "item exists",
+          "no replace")
+    check(digest(r, "sd3") == keep and
+          r.execute_command("CF.EXISTS", "sd3", "other") == 1, "kept")
+    # Every truncation, with its iterator or the truncated length: refused
+    # (a chunk that continues no load, into a missing key: not found), but
+    # the chain's dump without the 24-byte trailer, which is what older
+    # modules wrote: a whole filter, with 0 items deleted.
+    chain = len(data) - 24
+    check(r.execute_command("CF.LOADCHUNK", "old", chain, data[:chain]) ==
+          b"OK" and digest(r, "old") == digest(r, "sd"), "older dump")
+    r.delete("old")
     for n in range(len(data)):
-        for i in {it, n} - {0}:
+        for i in {it, n} - {0, chain}:
             m = error(r, "CF.LOADCHUNK", "bad", i, data[:n])
-            check(m.startswith("invalid chunk"), "truncated %d: %s" % (n, m))
+            want = BAD_CHUNK if i == n or n == 0 else "not found"
+            check(m == want, "truncated %d at %d: %s" % (n, i, m))
             m = error(r, "CF.LOADCHUNK", "sd3", i, data[:n])
     # Every byte flipped (and a few bit patterns at some bytes).
     for k in range(len(data)):
         b = bytearray(data)
         b[k] ^= 0x01 if k % 3 else 0x80
         m = error(r, "CF.LOADCHUNK", "bad", it, bytes(b))
-        check(m.startswith("invalid chunk"), "flip at %d: %s" % (k, m))
+        check(m == BAD_CHUNK, "flip at %d: %s" % (k, m))
     # Foreign chunks: random bytes, another format's magic, an empty one.
     rnd = random.Random(7)
     for blob in [bytes(rnd.getrandbits(8) for _ in range(len(data))),
                  b"ADMITCKF" + data[8:], b"\x00" * 100, b"x"]:
         m = error(r, "CF.LOADCHUNK", "bad", len(blob), blob)
-        check(m.startswith("invalid chunk"), "foreign: %s" % m)
-    check("invalid chunk" in error(r, "CF.LOADCHUNK", "bad", 5, ""), "empty")
+        check(m == BAD_CHUNK, "foreign: %s" % m)
+    check(error(r, "CF.LOADCHUNK", "bad", 5, "") == BAD_CHUNK, "empty")
     check(not r.exists("bad"), "nothing half-loaded")
     check(digest(r, "sd3") == keep, "existing key untouched by refused chunks")
     check(r.ping(), "alive")
@@ -389,13 +563,13 @@ def test_scandump_chunks(s):
     add_many(r, "big", items("big", 2000))
     chunks = scandump(r, "big")
     check(len(chunks) == 2, "two chunks: %d" % len(chunks))
-    check(error(r, "CF.LOADCHUNK", "big2", *chunks[1]).startswith("invalid"),
+    check(error(r, "CF.LOADCHUNK", "big2", *chunks[1]) == "not found",
           "second chunk first")
     check(r.execute_command("CF.LOADCHUNK", "big2", *chunks[0]) == b"OK", "c1")
     check(not r.exists("big2"), "not visible before the last chunk")
     it, data = chunks[1]
-    check(error(r, "CF.LOADCHUNK", "big2", it - 1, data[:-1]).startswith(
-        "invalid"), "cut last chunk")
+    check(error(r, "CF.LOADCHUNK", "big2", it - 1, data[:-1]) == BAD_CHUNK,
+          "cut last chunk")
     check(not r.exists("big2"), "cut last chunk: nothing loaded")
     for it, data in chunks:
         check(r.execute_command("CF.LOADCHUNK", "big2", it, data) == b"OK", "c")
@@ -408,11 +582,13 @@ def test_rdb_restart():
     r.execute_command("CF.RESERVE", "p", 300)
     its = items("p", 2000)
     add_many(r, "p", its)
-    d = digest(r, "p")
+    r.execute_command("CF.DEL", "p", its[0])
+    d, inf = digest(r, "p"), info(r, "p")
     s.stop(save=True)
     s.start()
     check(digest(s.r, "p") == d, "digest after RDB restart")
-    check(all(exists_many(s.r, "p", its)), "items after RDB restart")
+    check(info(s.r, "p") == inf, "counters after RDB restart")
+    check(all(exists_many(s.r, "p", its[1:])), "items after RDB restart")
     s.stop()
 
     # A corrupt RDB fails loudly: written without Redis's own checksum, so
@@ -440,6 +616,7 @@ def test_aof_restart():
     r.execute_command("CF.RESERVE", "a", 300, "EXPANSION", 3)
     its = items("a", 1500)
     add_many(r, "a", its[:1000])
+    r.execute_command("CF.DEL", "a", its[1])    # before the rewrite
     r.execute_command("BGREWRITEAOF")
     for _ in range(200):
         if r.info("persistence")["aof_rewrite_in_progress"] == 0 and \
@@ -448,7 +625,8 @@ def test_aof_restart():
         time.sleep(0.05)
     add_many(r, "a", its[1000:])
     r.execute_command("CF.DEL", "a", its[0])
-    d = digest(r, "a")
+    d, inf = digest(r, "a"), info(r, "a")
+    check(inf["Number of items deleted"] == 2, "2 deleted")
     aofdir = os.path.join(s.dir, "appendonlydir")
     base = [f for f in os.listdir(aofdir) if ".base." in f]
     check(base, "a base AOF")
@@ -457,7 +635,8 @@ def test_aof_restart():
     s.stop()
     s.start()
     check(digest(s.r, "a") == d, "digest after AOF restart")
-    check(all(exists_many(s.r, "a", its[1:])), "items after AOF restart")
+    check(info(s.r, "a") == inf, "counters after AOF restart")
+    check(all(exists_many(s.r, "a", its[2:])), "items after AOF restart")
     s.stop()
 
 
@@ -565,6 +744,10 @@ def main():
              ("reload", lambda: test_reload(s)),
              ("scandump", lambda: test_scandump(s)),
              ("scandump-chunks", lambda: test_scandump_chunks(s)),
+             ("redisbloom-replies", lambda: test_redisbloom_replies(s)),
+             ("counters", lambda: test_counters(s)),
+             ("memory", test_memory),
+             ("pending-loads", test_pending_loads),
              ("rdb", test_rdb_restart),
              ("aof", test_aof_restart),
              ("replica", test_replica),
@@ -584,7 +767,7 @@ def main():
             print("FAIL: the server died\n" + s.log())
             return 1
     s.stop()
-    print("redis: %d checks, %d test groups failed" % (checks, failed))
+    print("%s: %d checks, %d test groups failed" % (SERVER, checks, failed))
     return 1 if failed else 0
 
 

@@ -1,7 +1,8 @@
 /*
  * fuzz_proto.c - libFuzzer target over admit-cached's request parser:
  * splits the input into lines as the server does (including data blocks
- * and their skipping), parses each line and checks what the parser promises.
+ * and their skipping), parses each line (a meta command's with the meta
+ * parser) and checks what the parsers promise.
  * Build: make fuzz (needs clang); run: programs/cached/fuzz_proto.
  */
 #include <assert.h>
@@ -9,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "meta.h"
 #include "proto.h"
 
 #define MAX_LINE 2048
@@ -32,6 +34,31 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		assert(len <= MAX_LINE && used <= n && len < used);
+		if (cached_meta_is(p, len)) {
+			struct cached_meta m;
+			const char *error = NULL;
+
+			switch (cached_meta_parse(p, len, &m, &error)) {
+			case CACHED_PARSE_OK:
+				assert(m.klen <= CACHED_KEY_MAX && m.rklen <= CACHED_KEY_MAX &&
+				       m.olen <= CACHED_OPAQUE_MAX &&
+				       m.nflags <= CACHED_META_FLAGS);
+				assert(!m.b || m.klen <= m.rklen);
+				break;
+			case CACHED_PARSE_CLIENT_ERROR:
+				assert(error && strlen(error) > 0);
+				break;
+			default:
+				break;
+			}
+			p += used;
+			if (m.has_data) {
+				if (m.bytes + 2 > (uint64_t)(end - p))
+					return 0;
+				p += m.bytes + 2;
+			}
+			continue;
+		}
 		switch (cached_parse_line(p, len, &req)) {
 		case CACHED_PARSE_OK:
 			assert(req.klen <= CACHED_KEY_MAX);
@@ -51,6 +78,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			assert(req.error && strlen(req.error) > 0);
 			break;
 		case CACHED_PARSE_ERROR:
+		case CACHED_PARSE_CLOSE:
 			break;
 		}
 		p += used;

@@ -1,19 +1,18 @@
 /*
- * proto.c - the memcached text protocol's request lines, parsed strictly:
- * numbers are plain decimal without sign (exptime and delays may be
- * negative), overflow is an error, tokens are separated by spaces, and a
- * trailing token is accepted only when it is "noreply".
+ * proto.c - the memcached text protocol's request lines, read as memcached
+ * 1.6 reads them: tokens are separated by spaces; a number is what C's
+ * strtol/strtoull accept in the whole token (leading white space and a
+ * sign included, overflow refused), then stored in memcached's width: an
+ * exptime, delay or data length is truncated to 32 signed bits and flags
+ * to 32 unsigned bits, as memcached's own assignments truncate them; each
+ * command takes the token counts memcached takes, and a last token
+ * "noreply" silences every reply of the command, its errors included.
  */
 #include <string.h>
 
 #include "proto.h"
 
-#define MAX_TOKENS 8
-
-struct tok {
-	const char *p;
-	size_t n;
-};
+#define MAX_TOKENS 24  /* memcached's: the last keeps the rest of the line */
 
 static const char BAD_FORMAT[] = "bad command line format";
 
@@ -37,10 +36,8 @@ cached_find_line(const char *buf, size_t n, size_t max_line, size_t *len,
 	return CACHED_LINE_OK;
 }
 
-/* Splits at most max tokens off line; the last one keeps what is left.
- * Returns the count. */
-static size_t
-tokenize(const char *p, const char *end, struct tok *t, size_t max)
+size_t
+cached_tokenize(const char *p, const char *end, struct cached_tok *t, size_t max)
 {
 	size_t n = 0;
 
@@ -65,7 +62,7 @@ tokenize(const char *p, const char *end, struct tok *t, size_t max)
 }
 
 static bool
-tok_is(const struct tok *t, const char *s)
+tok_is(const struct cached_tok *t, const char *s)
 {
 	size_t n = strlen(s);
 
@@ -73,38 +70,81 @@ tok_is(const struct tok *t, const char *s)
 }
 
 static bool
-parse_u64(const struct tok *t, uint64_t *out)
+is_space(char c)
 {
+	return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+bool
+cached_strtoull(const char *p, size_t n, uint64_t *out)
+{
+	size_t i = 0, digits;
+	bool neg = false;
 	uint64_t v = 0;
 
-	if (t->n == 0 || t->n > 20)
-		return false;
-	for (size_t i = 0; i < t->n; i++) {
-		unsigned d = (unsigned char)t->p[i] - '0';
+	while (i < n && is_space(p[i]))
+		i++;
+	if (i < n && (p[i] == '+' || p[i] == '-'))
+		neg = p[i++] == '-';
+	for (digits = i; i < n && p[i] >= '0' && p[i] <= '9'; i++) {
+		unsigned d = (unsigned)(p[i] - '0');
 
-		if (d > 9 || v > (UINT64_MAX - d) / 10)
+		if (v > (UINT64_MAX - d) / 10)
 			return false;
 		v = v * 10 + d;
 	}
+	if (i == digits || (i < n && p[i] != '\0' && !is_space(p[i])))
+		return false;
+	if (neg)
+		v = 0 - v;
+	/* A negative number is refused, not wrapped (strtoull would). */
+	if ((int64_t)v < 0 && memchr(p, '-', n))
+		return false;
 	*out = v;
 	return true;
 }
 
+/* strtol over the whole token, as memcached's safe_strtol: a long. */
 static bool
-parse_i64(const struct tok *t, int64_t *out)
+tok_i64(const struct cached_tok *t, int64_t *out)
 {
-	struct tok digits = *t;
-	bool neg = t->n && t->p[0] == '-';
-	uint64_t v;
+	size_t i = 0, digits;
+	bool neg = false;
+	uint64_t v = 0, lim;
 
-	if (neg) {
-		digits.p++;
-		digits.n--;
+	while (i < t->n && is_space(t->p[i]))
+		i++;
+	if (i < t->n && (t->p[i] == '+' || t->p[i] == '-'))
+		neg = t->p[i++] == '-';
+	lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+	for (digits = i; i < t->n && t->p[i] >= '0' && t->p[i] <= '9'; i++) {
+		unsigned d = (unsigned)(t->p[i] - '0');
+
+		if (v > (lim - d) / 10)
+			return false;
+		v = v * 10 + d;
 	}
-	if (!parse_u64(&digits, &v) || v > (uint64_t)INT64_MAX)
+	if (i == digits || (i < t->n && t->p[i] != '\0' && !is_space(t->p[i])))
 		return false;
-	*out = neg ? -(int64_t)v : (int64_t)v;
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
 	return true;
+}
+
+bool
+cached_tok_i32(const struct cached_tok *t, int64_t *out)
+{
+	int64_t v;
+
+	if (!tok_i64(t, &v))
+		return false;
+	*out = (int32_t)(uint32_t)(uint64_t)v;
+	return true;
+}
+
+static bool
+tok_u64(const struct cached_tok *t, uint64_t *out)
+{
+	return cached_strtoull(t->p, t->n, out);
 }
 
 static enum cached_parse
@@ -114,44 +154,45 @@ client_error(struct cached_req *req, const char *msg)
 	return CACHED_PARSE_CLIENT_ERROR;
 }
 
-/* Consumes a final "noreply" among the n tokens, if present, and checks the
- * remaining count is within [min, max]. */
-static bool
-arity(struct cached_req *req, const struct tok *t, size_t *n, size_t min,
-      size_t max)
+/* memcached's set_noreply_maybe: the last token is "noreply". */
+static void
+noreply_maybe(struct cached_req *req, const struct cached_tok *t, size_t n)
 {
-	if (*n > min && tok_is(&t[*n - 1], "noreply")) {
-		req->noreply = true;
-		(*n)--;
-	}
-	return *n >= min && *n <= max;
+	req->noreply = n > 1 && tok_is(&t[n - 1], "noreply");
 }
 
 static bool
-take_key(struct cached_req *req, const struct tok *t)
+take_key(struct cached_req *req, const struct cached_tok *t)
 {
 	req->key = t->p;
 	req->klen = t->n;
 	return t->n <= CACHED_KEY_MAX;
 }
 
+/*
+ * set/add/replace/append/prepend take 5 tokens, cas 6, and one more that is
+ * ignored unless it is "noreply".  Once the data length is known, the data
+ * block is skipped after any error (has_data): a value is never read as a
+ * command.
+ */
 static enum cached_parse
-parse_storage(struct cached_req *req, struct tok *t, size_t n)
+parse_storage(struct cached_req *req, struct cached_tok *t, size_t n)
 {
 	bool cas = req->cmd == CACHED_CAS;
 	size_t want = cas ? 6 : 5;
 	uint64_t flags;
+	int64_t bytes;
 
-	if (!arity(req, t, &n, want, want))
+	if (n != want && n != want + 1)
 		return CACHED_PARSE_ERROR;
-	/* memcached's data length is a non-negative int; past that nothing
-	 * sensible can be swallowed. */
-	if (!parse_u64(&t[4], &req->bytes) || req->bytes > INT32_MAX - 2)
-		return client_error(req, BAD_FORMAT);
-	req->has_data = true;
-	if (!take_key(req, &t[1]) || !parse_u64(&t[2], &flags) ||
-	    flags > UINT32_MAX || !parse_i64(&t[3], &req->exptime) ||
-	    (cas && !parse_u64(&t[5], &req->cas)))
+	noreply_maybe(req, t, n);
+	if (cached_tok_i32(&t[4], &bytes) && bytes >= 0 && bytes <= INT32_MAX - 2) {
+		req->bytes = (uint64_t)bytes;
+		req->has_data = true;
+	}
+	if (!take_key(req, &t[1]) || !tok_u64(&t[2], &flags) ||
+	    !cached_tok_i32(&t[3], &req->exptime) || !req->has_data ||
+	    (cas && !tok_u64(&t[5], &req->cas)))
 		return client_error(req, BAD_FORMAT);
 	req->flags = (uint32_t)flags;
 	return CACHED_PARSE_OK;
@@ -169,53 +210,77 @@ static const struct {
 	{ "touch", CACHED_TOUCH }, { "flush_all", CACHED_FLUSH_ALL },
 	{ "verbosity", CACHED_VERBOSITY }, { "stats", CACHED_STATS },
 	{ "version", CACHED_VERSION }, { "quit", CACHED_QUIT },
+	{ "gat", CACHED_GAT }, { "gats", CACHED_GATS }, { "mn", CACHED_MN },
 };
+
+/* A retrieval's key list from *p: the first key (if any) and the rest. */
+static enum cached_parse
+take_keys(struct cached_req *req, const char *p, const char *end)
+{
+	req->key = p;
+	req->klen = 0;
+	cached_next_key(&p, end, &req->key, &req->klen);
+	req->rest = p;
+	req->rest_len = (size_t)(end - p);
+	if (req->klen > CACHED_KEY_MAX)
+		return client_error(req, BAD_FORMAT);
+	return CACHED_PARSE_OK;
+}
 
 enum cached_parse
 cached_parse_line(const char *line, size_t len, struct cached_req *req)
 {
-	struct tok t[MAX_TOKENS];
+	struct cached_tok t[MAX_TOKENS];
+	const char *end = line + len;
 	size_t n, i;
 
 	memset(req, 0, sizeof(*req));
-	n = tokenize(line, line + len, t, 2);
+	n = cached_tokenize(line, end, t, 3);
 	if (n == 0)
 		return CACHED_PARSE_ERROR;
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (tok_is(&t[0], commands[i].name))
 			break;
-	if (i == sizeof(commands) / sizeof(commands[0]))
+	if (i == sizeof(commands) / sizeof(commands[0])) {
+		/* memcached hangs up on an HTTP request line (a browser
+		 * talking to the port): its last token starts "HTTP/". */
+		n = cached_tokenize(line, end, t, MAX_TOKENS);
+		if (t[n - 1].n >= 5 && !memcmp(t[n - 1].p, "HTTP/", 5))
+			return CACHED_PARSE_CLOSE;
 		return CACHED_PARSE_ERROR;
+	}
 	req->cmd = commands[i].cmd;
 
 	switch (req->cmd) {
 	case CACHED_GET:
-	case CACHED_GETS: {
-		const char *p, *end = line + len;
-
+	case CACHED_GETS:
 		if (n < 2)
 			return CACHED_PARSE_ERROR;
-		p = t[1].p;
-		cached_next_key(&p, end, &req->key, &req->klen);
-		req->rest = p;
-		req->rest_len = (size_t)(end - p);
-		if (req->klen > CACHED_KEY_MAX)
-			return client_error(req, BAD_FORMAT);
-		return CACHED_PARSE_OK;
-	}
+		return take_keys(req, t[1].p, end);
+	case CACHED_GAT:
+	case CACHED_GATS:
+		if (n < 2)
+			return CACHED_PARSE_ERROR;
+		if (!cached_tok_i32(&t[1], &req->exptime))
+			return client_error(req, "invalid exptime argument");
+		return take_keys(req, n == 3 ? t[2].p : end, end);
 	case CACHED_STATS:
-		if (n == 2) {
+		if (n >= 2) {
 			req->rest = t[1].p;
-			req->rest_len = t[1].n;
+			req->rest_len = (size_t)(end - t[1].p);
+			while (req->rest_len && req->rest[req->rest_len - 1] == ' ')
+				req->rest_len--;
 		}
+		return CACHED_PARSE_OK;
+	case CACHED_VERSION:
+	case CACHED_QUIT:
+	case CACHED_MN:
 		return CACHED_PARSE_OK;
 	default:
 		break;
 	}
 
-	n = tokenize(line, line + len, t, MAX_TOKENS);
-	if (n == MAX_TOKENS)
-		return CACHED_PARSE_ERROR;
+	n = cached_tokenize(line, end, t, MAX_TOKENS);
 	switch (req->cmd) {
 	case CACHED_SET:
 	case CACHED_ADD:
@@ -225,51 +290,49 @@ cached_parse_line(const char *line, size_t len, struct cached_req *req)
 	case CACHED_CAS:
 		return parse_storage(req, t, n);
 	case CACHED_DELETE:
-		if (!arity(req, t, &n, 2, 3))
+		if (n < 2 || n > 4)
 			return CACHED_PARSE_ERROR;
+		noreply_maybe(req, t, n);
 		/* "delete <key> 0" is an old form memcached still accepts. */
-		if (n == 3 && !tok_is(&t[2], "0"))
+		if (n > 2 && !((n == 3 && (tok_is(&t[2], "0") || req->noreply)) ||
+		               (n == 4 && tok_is(&t[2], "0") && req->noreply)))
 			return client_error(req, "bad command line format.  "
 			                         "Usage: delete <key> [noreply]");
 		return take_key(req, &t[1]) ? CACHED_PARSE_OK
 		                            : client_error(req, BAD_FORMAT);
 	case CACHED_INCR:
 	case CACHED_DECR:
-		if (!arity(req, t, &n, 3, 3))
+		if (n != 3 && n != 4)
 			return CACHED_PARSE_ERROR;
+		noreply_maybe(req, t, n);
 		if (!take_key(req, &t[1]))
 			return client_error(req, BAD_FORMAT);
-		if (!parse_u64(&t[2], &req->delta))
+		if (!tok_u64(&t[2], &req->delta))
 			return client_error(req, "invalid numeric delta argument");
 		return CACHED_PARSE_OK;
 	case CACHED_TOUCH:
-		if (!arity(req, t, &n, 3, 3))
+		if (n != 3 && n != 4)
 			return CACHED_PARSE_ERROR;
+		noreply_maybe(req, t, n);
 		if (!take_key(req, &t[1]))
 			return client_error(req, BAD_FORMAT);
-		if (!parse_i64(&t[2], &req->exptime))
+		if (!cached_tok_i32(&t[2], &req->exptime))
 			return client_error(req, "invalid exptime argument");
 		return CACHED_PARSE_OK;
 	case CACHED_FLUSH_ALL:
-		if (!arity(req, t, &n, 1, 2))
+		if (n > 3)
 			return CACHED_PARSE_ERROR;
-		if (n == 2 && !parse_i64(&t[1], &req->exptime))
-			return client_error(req, BAD_FORMAT);
+		noreply_maybe(req, t, n);
+		if (n != (req->noreply ? 2u : 1u) && !cached_tok_i32(&t[1], &req->exptime))
+			return client_error(req, "invalid exptime argument");
 		return CACHED_PARSE_OK;
 	case CACHED_VERBOSITY:
-		/* memcached takes "verbosity noreply" as level 0, quietly. */
-		if (n == 2 && tok_is(&t[1], "noreply")) {
-			req->noreply = true;
-			return CACHED_PARSE_OK;
-		}
-		if (!arity(req, t, &n, 2, 2))
+		if (n != 2 && n != 3)
 			return CACHED_PARSE_ERROR;
-		if (!parse_u64(&t[1], &req->delta))
+		noreply_maybe(req, t, n);
+		if (!tok_u64(&t[1], &req->delta))
 			return client_error(req, BAD_FORMAT);
 		return CACHED_PARSE_OK;
-	case CACHED_VERSION:
-	case CACHED_QUIT:
-		return n == 1 ? CACHED_PARSE_OK : CACHED_PARSE_ERROR;
 	default:
 		return CACHED_PARSE_ERROR;
 	}

@@ -39,6 +39,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -54,10 +55,12 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "meta.h"
 #include "proto.h"
 #include "store.h"
 
@@ -67,6 +70,10 @@
 #define ALLOWANCE_BASE (96u << 10) /* see above: OUT_HIGH's buffer, rounded
                                     * up to a power of two, and GET_IN_MAX */
 #define DRAIN_SECONDS 2
+/* The memcached release whose protocol admit-cached speaks, given as its
+ * version: clients choose features (meta commands, gat) and conformance
+ * tests their expectations by it.  admit's own is "stats"' admit_version. */
+#define PROTOCOL_VERSION "1.6.18"
 
 struct options {
 	const char *listen, *port;
@@ -86,7 +93,7 @@ struct counters {
 	atomic_uint_fast64_t incr_hits, incr_misses, decr_hits, decr_misses;
 	atomic_uint_fast64_t cas_hits, cas_misses, cas_badval;
 	atomic_uint_fast64_t touch_hits, touch_misses;
-	atomic_uint_fast64_t total_conns, closed_limits;
+	atomic_uint_fast64_t total_conns, closed_limits, total_items;
 };
 #define NCOUNTERS (sizeof(struct counters) / sizeof(atomic_uint_fast64_t))
 
@@ -104,6 +111,7 @@ struct worker {
 	pthread_mutex_t inbox_mu;
 	struct conn *inbox;
 	atomic_uint nconns;      /* owned or in the inbox; see pick_worker */
+	bool listening;          /* the listener is in epfd */
 	struct cached_scratch scratch;
 	struct counters ctr;
 };
@@ -115,10 +123,19 @@ struct server {
 	struct worker *workers;
 	atomic_uint curr_conns;
 	atomic_uint_fast64_t rejected_conns;
+	atomic_uint verbosity;
+	/* The store's counters at the last "stats reset", under reset_mu. */
+	pthread_mutex_t reset_mu;
+	struct admit_lru_stats reset_base;
 	atomic_size_t pool_used;   /* bytes of --conn-memory charged */
 	size_t pool_max;
 	time_t started;
 	atomic_uint next_worker;   /* where pick_worker starts looking */
+	/* A descriptor held in reserve: at the descriptor limit, an accept
+	 * closes it to take the connection, tell it so and close it, so the
+	 * listener does not stay readable with nobody able to take it. */
+	pthread_mutex_t spare_mu;
+	int spare_fd;
 	int tag_listen, tag_stop;  /* epoll cookies; their addresses matter */
 };
 
@@ -140,11 +157,17 @@ struct conn {
 	size_t out_off, out_len, out_cap;
 	uint64_t skip;           /* SWALLOW: bytes still to skip */
 	size_t charged;          /* bytes of buffers charged to the pool */
-	bool gets;               /* GET_KEYS: the command is gets */
+	bool gets;               /* GET_KEYS: the command is gets or gats */
+	bool gat;                /* GET_KEYS: gat or gats, to gat_exptime */
+	int64_t gat_exptime;
 	struct cached_req req;   /* READ_DATA: its key is in key[] */
+	bool meta_data;          /* READ_DATA: the block is meta's (an ms) */
+	struct cached_meta meta; /* READ_DATA of an ms: its request */
 	char key[CACHED_KEY_MAX];
 	time_t last_progress;
 	bool closing;            /* no more requests: answer, then close */
+	bool eof;                /* the client half-closed: answer every whole
+	                          * request buffered, then close */
 	bool draining;           /* closing, answered: discard input */
 	bool want_in, want_out;  /* the epoll interest */
 };
@@ -338,9 +361,19 @@ get_key(struct conn *c, const char *key, size_t klen)
 	struct worker *w = c->w;
 	struct value_out v = { c, key, klen, false };
 
+	enum cached_lookup r;
+
 	add(&w->ctr.cmd_get, 1);
-	if (cached_store_get(w->srv->store, &w->scratch, key, klen,
-	                     write_value, &v) != CACHED_HIT) {
+	if (c->gat) {
+		add(&w->ctr.cmd_touch, 1);
+		r = cached_store_gat(w->srv->store, &w->scratch, key, klen,
+		                     c->gat_exptime, write_value, &v);
+		add(r == CACHED_HIT ? &w->ctr.touch_hits : &w->ctr.touch_misses, 1);
+	} else {
+		r = cached_store_get(w->srv->store, &w->scratch, key, klen,
+		                     write_value, &v);
+	}
+	if (r != CACHED_HIT) {
 		add(&w->ctr.get_misses, 1);
 		return true;
 	}
@@ -425,8 +458,25 @@ start_get(struct conn *c, const struct cached_req *req)
 	}
 	/* Back to the first key: the line is still in the buffer. */
 	c->in_off = (size_t)(req->key - c->in);
-	c->gets = req->cmd == CACHED_GETS;
+	c->gets = req->cmd == CACHED_GETS || req->cmd == CACHED_GATS;
+	c->gat = req->cmd == CACHED_GAT || req->cmd == CACHED_GATS;
+	c->gat_exptime = req->exptime;
 	c->state = GET_KEYS;
+}
+
+/*
+ * A storage command refused for its size or for memory: as in memcached, a
+ * set removes the key's old value (a client that failed to write must not
+ * read what it meant to replace).
+ */
+static void
+refuse_update(struct conn *c, const struct cached_req *req, const char *msg)
+{
+	struct worker *w = c->w;
+
+	if (req->cmd == CACHED_SET)
+		cached_store_delete(w->srv->store, &w->scratch, req->key, req->klen);
+	reply(c, req->noreply, msg);
 }
 
 static void
@@ -440,18 +490,108 @@ do_update(struct conn *c, const struct cached_req *req, const char *data)
 	if (req->cmd == CACHED_CAS)
 		add(r == CACHED_STORED ? &w->ctr.cas_hits
 		    : r == CACHED_EXISTS ? &w->ctr.cas_badval : &w->ctr.cas_misses, 1);
+	if (r == CACHED_STORED)
+		add(&w->ctr.total_items, 1);
 	switch (r) {
 	case CACHED_STORED: reply(c, req->noreply, "STORED\r\n"); break;
 	case CACHED_NOT_STORED: reply(c, req->noreply, "NOT_STORED\r\n"); break;
 	case CACHED_EXISTS: reply(c, req->noreply, "EXISTS\r\n"); break;
 	case CACHED_NOT_FOUND: reply(c, req->noreply, "NOT_FOUND\r\n"); break;
 	case CACHED_TOO_LARGE:
-		out_str(c, "SERVER_ERROR object too large for cache\r\n");
+		refuse_update(c, req, "SERVER_ERROR object too large for cache\r\n");
 		break;
 	default:
-		out_str(c, "SERVER_ERROR out of memory storing object\r\n");
+		refuse_update(c, req, "SERVER_ERROR out of memory storing object\r\n");
 		break;
 	}
+}
+
+/* The store's counters since the last "stats reset". */
+static void
+store_stats(struct server *srv, struct cached_store_stats *cs)
+{
+	struct admit_lru_stats *l = &cs->lru, *b = &srv->reset_base;
+
+	cached_store_stats(srv->store, cs);
+	pthread_mutex_lock(&srv->reset_mu);
+	l->hits -= b->hits;
+	l->misses -= b->misses;
+	l->admitted -= b->admitted;
+	l->rejected -= b->rejected;
+	l->evicted -= b->evicted;
+	l->expired -= b->expired;
+	pthread_mutex_unlock(&srv->reset_mu);
+}
+
+/* "stats reset": every counter starts again from 0 (the gauges, such as
+ * curr_items, stay). */
+static void
+stats_reset(struct server *srv)
+{
+	struct cached_store_stats cs;
+
+	for (unsigned t = 0; t < srv->opt.threads; t++) {
+		atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)&srv->workers[t].ctr;
+
+		/* relaxed: see struct counters */
+		for (size_t i = 0; i < NCOUNTERS; i++)
+			atomic_store_explicit(&a[i], 0, memory_order_relaxed);
+	}
+	atomic_store(&srv->rejected_conns, 0);
+	cached_store_stats(srv->store, &cs);
+	pthread_mutex_lock(&srv->reset_mu);
+	srv->reset_base = cs.lru;
+	pthread_mutex_unlock(&srv->reset_mu);
+}
+
+/* "stats <arg>": what of memcached's applies to admit-cached. */
+static void
+stats_arg(struct conn *c, const char *arg, size_t n)
+{
+	struct server *srv = c->w->srv;
+	const struct options *o = &srv->opt;
+	struct cached_store_stats cs;
+
+#define IS(s) (n == sizeof(s) - 1 && !memcmp(arg, s, n))
+	if (IS("reset")) {
+		stats_reset(srv);
+		out_str(c, "RESET\r\n");
+	} else if (IS("settings")) {
+		out_fmt(c, "STAT maxbytes %" PRIu64 "\r\n", o->memory_mb << 20);
+		out_fmt(c, "STAT maxconns %u\r\n", o->max_conns);
+		out_fmt(c, "STAT tcpport %s\r\n", o->port);
+		out_str(c, "STAT udpport 0\r\n");
+		out_fmt(c, "STAT inter %s\r\n", o->listen);
+		out_fmt(c, "STAT verbosity %u\r\n", atomic_load(&srv->verbosity));
+		out_str(c, "STAT evictions on\r\n");
+		out_fmt(c, "STAT num_threads %u\r\n", o->threads);
+		out_str(c, "STAT cas_enabled yes\r\n");
+		out_fmt(c, "STAT item_size_max %zu\r\n", o->max_item);
+		out_fmt(c, "STAT idle_timeout %u\r\n", o->idle_timeout);
+		out_fmt(c, "STAT max_line %zu\r\n", o->max_line);
+		out_fmt(c, "STAT conn_memory_limit %zu\r\n", srv->pool_max);
+		out_fmt(c, "STAT admission %s\r\n", o->admission ? "adaptive" : "off");
+		out_str(c, "END\r\n");
+	} else if (IS("items")) {
+		/* One class: admit_lru does not sort items by size. */
+		store_stats(srv, &cs);
+		if (cs.lru.entries) {
+			out_fmt(c, "STAT items:1:number %" PRIu64 "\r\n", cs.lru.entries);
+			out_fmt(c, "STAT items:1:evicted %" PRIu64 "\r\n", cs.lru.evicted);
+			out_fmt(c, "STAT items:1:reclaimed %" PRIu64 "\r\n", cs.lru.expired);
+		}
+		out_str(c, "END\r\n");
+	} else if (IS("slabs")) {
+		store_stats(srv, &cs);
+		out_fmt(c, "STAT active_slabs %d\r\n", cs.lru.entries ? 1 : 0);
+		out_fmt(c, "STAT total_malloced %" PRIu64 "\r\n", cs.lru.bytes);
+		out_str(c, "END\r\n");
+	} else if (IS("sizes")) {
+		out_str(c, "STAT sizes_status disabled\r\nEND\r\n");
+	} else {
+		out_str(c, "ERROR\r\n");
+	}
+#undef IS
 }
 
 static void
@@ -465,8 +605,10 @@ do_stats(struct conn *c, const struct cached_req *req)
 	double gets;
 
 	if (req->rest_len) {
-		out_str(c, req->rest_len == 5 && !memcmp(req->rest, "reset", 5)
-		           ? "RESET\r\n" : "ERROR\r\n");
+		/* Its first word: memcached ignores what follows. */
+		const char *sp = memchr(req->rest, ' ', req->rest_len);
+
+		stats_arg(c, req->rest, sp ? (size_t)(sp - req->rest) : req->rest_len);
 		return;
 	}
 	for (unsigned t = 0; t < srv->opt.threads; t++) {
@@ -476,13 +618,14 @@ do_stats(struct conn *c, const struct cached_req *req)
 			sum[i] += atomic_load_explicit(&a[i], memory_order_relaxed);
 	}
 #define S(field) sum[offsetof(struct counters, field) / sizeof(atomic_uint_fast64_t)]
-	cached_store_stats(srv->store, &cs);
+	store_stats(srv, &cs);
 	ls = cs.lru;
 	gets = (double)(S(get_hits) + S(get_misses));
 	out_fmt(c, "STAT pid %ld\r\n", (long)getpid());
 	out_fmt(c, "STAT uptime %ld\r\n", (long)(now - srv->started));
 	out_fmt(c, "STAT time %ld\r\n", (long)now);
-	out_fmt(c, "STAT version %s\r\n", PACKAGE_VERSION);
+	out_fmt(c, "STAT version %s\r\n", PROTOCOL_VERSION);
+	out_fmt(c, "STAT admit_version %s\r\n", PACKAGE_VERSION);
 	out_fmt(c, "STAT pointer_size %zu\r\n", 8 * sizeof(void *));
 	out_fmt(c, "STAT curr_connections %u\r\n", atomic_load(&srv->curr_conns));
 	out_fmt(c, "STAT total_connections %" PRIu64 "\r\n", S(total_conns));
@@ -500,6 +643,7 @@ do_stats(struct conn *c, const struct cached_req *req)
 	out_fmt(c, "STAT limit_maxbytes %" PRIu64 "\r\n", srv->opt.memory_mb << 20);
 	out_fmt(c, "STAT item_size_max %zu\r\n", srv->opt.max_item);
 	out_fmt(c, "STAT curr_items %" PRIu64 "\r\n", ls.entries);
+	out_fmt(c, "STAT total_items %" PRIu64 "\r\n", S(total_items));
 	out_fmt(c, "STAT bytes %" PRIu64 "\r\n", ls.bytes);
 	out_fmt(c, "STAT evictions %" PRIu64 "\r\n", ls.evicted);
 	out_fmt(c, "STAT reclaimed %" PRIu64 "\r\n", ls.expired);
@@ -554,6 +698,232 @@ in_reserve(struct conn *c, size_t need)
 	return true;
 }
 
+/* ---- meta commands ------------------------------------------------------- */
+
+/* Writes " " f and v in decimal at p; returns the end. */
+static char *
+flag_num(char *p, char f, uint64_t v)
+{
+	char *end = put_num(p + 1, v);
+
+	p[0] = ' ';
+	p[1] = f;
+	return end;
+}
+
+/* The return flags of a meta reply, in the order they were asked for;
+ * hit: the item's own (else only k and O, as memcached gives them). */
+static char *
+meta_flags(char *p, const struct cached_meta *m,
+           const struct cached_meta_result *r, bool hit)
+{
+	for (unsigned i = 0; i < m->nflags; i++) {
+		char f = m->order[i];
+
+		if (!hit && f != 'k' && f != 'O')
+			continue;
+		switch (f) {
+		case 'c':
+			if (m->cmd != 'd') {
+				p = flag_num(p, 'c', r->cas);
+			}
+			break;
+		case 'f':
+			if (m->cmd == 'g') {
+				p = flag_num(p, 'f', r->flags);
+			}
+			break;
+		case 's':
+			if (m->cmd == 'g') {
+				p = flag_num(p, 's', r->len);
+			}
+			break;
+		case 't':
+			if (m->cmd == 'g' || m->cmd == 'a') {
+				int64_t t = m->T_at < i ? r->ttl_after : r->ttl_before;
+
+				if (t < 0) {
+					memcpy(p, " t-1", 4);
+					p += 4;
+				} else {
+					p = flag_num(p, 't', (uint64_t)t);
+				}
+			}
+			break;
+		case 'k':
+			memcpy(p, " k", 2);
+			memcpy(p + 2, m->rkey, m->rklen);
+			p += 2 + m->rklen;
+			if (m->b) {
+				memcpy(p, " b", 2);
+				p += 2;
+			}
+			break;
+		case 'O':
+			memcpy(p, " O", 2);
+			memcpy(p + 2, m->opaque, m->olen);
+			p += 2 + m->olen;
+			break;
+		default:
+			break;
+		}
+	}
+	return p;
+}
+
+/* Room for a meta reply's line: its code, every flag with its value. */
+#define META_LINE (8 + CACHED_META_FLAGS * 24 + CACHED_KEY_MAX + CACHED_OPAQUE_MAX)
+
+struct meta_out {
+	struct conn *c;
+	const struct cached_meta *m;
+	bool refused;
+};
+
+/* Writes a HIT's reply (mg, ma): VA with the value, or HD. */
+static void
+meta_write_hit(const struct cached_meta_result *r, void *arg)
+{
+	struct meta_out *o = arg;
+	struct conn *c = o->c;
+	const struct cached_meta *m = o->m;
+	char *p;
+
+	if (m->q && m->cmd == 'a')
+		return;
+	if (!out_reserve(c, META_LINE + (m->v ? r->len + 2 : 0), false)) {
+		o->refused = true;
+		return;
+	}
+	p = c->out + c->out_len;
+	if (m->v) {
+		memcpy(p, "VA", 2);
+		p = put_num(p + 2, r->len);
+	} else {
+		memcpy(p, "HD", 2);
+		p += 2;
+	}
+	p = meta_flags(p, m, r, true);
+	if (r->won_before) {
+		memcpy(p, " Z", 2);
+		p += 2;
+	}
+	if (r->stale) {
+		memcpy(p, " X", 2);
+		p += 2;
+	}
+	if (r->win) {
+		memcpy(p, " W", 2);
+		p += 2;
+	}
+	memcpy(p, "\r\n", 2);
+	p += 2;
+	if (m->v) {
+		memcpy(p, r->data, r->len);
+		memcpy(p + r->len, "\r\n", 2);
+		p += r->len + 2;
+	}
+	c->out_len = (size_t)(p - c->out);
+}
+
+/* Runs a parsed meta command (an ms with its data block). */
+static void
+do_meta(struct conn *c, const struct cached_meta *m, const char *data)
+{
+	struct worker *w = c->w;
+	struct meta_out o = { c, m, false };
+	struct cached_meta_result r;
+	const char *code = NULL;
+	char line[META_LINE], *p;
+	bool quiet = false;
+
+	switch (m->cmd) {
+	case 'g': add(&w->ctr.cmd_get, 1); break;
+	case 's': add(&w->ctr.cmd_set, 1); break;
+	default: break;
+	}
+	switch (cached_store_meta(w->srv->store, &w->scratch, m, data, &r,
+	                          meta_write_hit, &o)) {
+	case CACHED_META_HIT:
+		if (m->cmd == 'g')
+			add(&w->ctr.get_hits, 1);
+		if (o.refused)
+			out_str(c, "SERVER_ERROR out of memory writing get response\r\n");
+		return;
+	case CACHED_META_MISS:
+		add(&w->ctr.get_misses, 1);
+		code = "EN";
+		quiet = m->q;
+		break;
+	case CACHED_META_STORED:
+		add(&w->ctr.total_items, 1);
+		code = "HD";
+		quiet = m->q;
+		break;
+	case CACHED_META_DELETED:
+		code = "HD";
+		quiet = m->q;
+		break;
+	case CACHED_META_NOT_STORED: code = "NS"; break;
+	case CACHED_META_EXISTS: code = "EX"; break;
+	case CACHED_META_NOT_FOUND: code = "NF"; break;
+	case CACHED_META_NON_NUMERIC:
+		out_str(c, "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+		return;
+	case CACHED_META_TOO_LARGE:
+		out_str(c, "SERVER_ERROR object too large for cache\r\n");
+		return;
+	default:
+		out_str(c, m->cmd == 's' ? "SERVER_ERROR out of memory storing object\r\n"
+		                         : "SERVER_ERROR out of memory\r\n");
+		return;
+	}
+	if (quiet)
+		return;
+	memcpy(line, code, 2);
+	p = meta_flags(line + 2, m, &r, r.status == CACHED_META_STORED);
+	memcpy(p, "\r\n", 2);
+	out_bytes(c, line, (size_t)(p + 2 - line));
+}
+
+/* A meta request line: run it, or wait for an ms's data block. */
+static void
+meta_line(struct conn *c, const char *line, size_t len)
+{
+	const char *error = NULL;
+
+	switch (cached_meta_parse(line, len, &c->meta, &error)) {
+	case CACHED_PARSE_OK:
+		break;
+	case CACHED_PARSE_CLIENT_ERROR:
+		out_fmt(c, "CLIENT_ERROR %s\r\n", error);
+		if (c->meta.has_data) {
+			c->skip = c->meta.bytes + 2;
+			c->state = SWALLOW;
+		}
+		return;
+	default:
+		out_str(c, "ERROR\r\n");
+		return;
+	}
+	if (c->meta.cmd != 's') {
+		do_meta(c, &c->meta, NULL);
+		return;
+	}
+	if (c->meta.bytes > c->w->srv->opt.max_item ||
+	    !in_reserve(c, (size_t)c->meta.bytes + 2)) {
+		out_str(c, c->meta.bytes > c->w->srv->opt.max_item
+		           ? "SERVER_ERROR object too large for cache\r\n"
+		           : "SERVER_ERROR out of memory storing object\r\n");
+		c->skip = c->meta.bytes + 2;
+		c->state = SWALLOW;
+		return;
+	}
+	c->req.bytes = c->meta.bytes;
+	c->meta_data = true;
+	c->state = READ_DATA;
+}
+
 /* Runs one parsed request line; a storage command goes on to READ_DATA. */
 static void
 execute(struct conn *c, struct cached_req *req)
@@ -566,12 +936,14 @@ execute(struct conn *c, struct cached_req *req)
 	switch (req->cmd) {
 	case CACHED_GET:
 	case CACHED_GETS:
+	case CACHED_GAT:
+	case CACHED_GATS:
 		start_get(c, req);
 		return;
 	case CACHED_SET: case CACHED_ADD: case CACHED_REPLACE:
 	case CACHED_APPEND: case CACHED_PREPEND: case CACHED_CAS:
 		if (req->bytes > w->srv->opt.max_item) {
-			out_str(c, "SERVER_ERROR object too large for cache\r\n");
+			refuse_update(c, req, "SERVER_ERROR object too large for cache\r\n");
 			c->skip = req->bytes + 2;
 			c->state = SWALLOW;
 			return;
@@ -579,10 +951,11 @@ execute(struct conn *c, struct cached_req *req)
 		memcpy(c->key, req->key, req->klen);
 		c->req = *req;
 		c->req.key = c->key;
+		c->meta_data = false;
 		/* The whole block is buffered: room for it now, or a refusal
 		 * before any of it is read. */
 		if (!in_reserve(c, (size_t)req->bytes + 2)) {
-			out_str(c, "SERVER_ERROR out of memory storing object\r\n");
+			refuse_update(c, req, "SERVER_ERROR out of memory storing object\r\n");
 			c->skip = req->bytes + 2;
 			c->state = SWALLOW;
 			return;
@@ -597,21 +970,23 @@ execute(struct conn *c, struct cached_req *req)
 	case CACHED_INCR:
 	case CACHED_DECR:
 		r = cached_store_arith(st, &w->scratch, req, &v);
-		if (req->cmd == CACHED_INCR)
-			add(r == CACHED_NOT_FOUND ? &w->ctr.incr_misses : &w->ctr.incr_hits, 1);
-		else
-			add(r == CACHED_NOT_FOUND ? &w->ctr.decr_misses : &w->ctr.decr_hits, 1);
 		if (r == CACHED_NUMBER) {
-			if (!req->noreply)
-				out_fmt(c, "%" PRIu64 "\r\n", v);
-		} else if (r == CACHED_NOT_FOUND) {
-			reply(c, req->noreply, "NOT_FOUND\r\n");
-		} else if (r == CACHED_NON_NUMERIC) {
+			add(req->cmd == CACHED_INCR ? &w->ctr.incr_hits : &w->ctr.decr_hits, 1);
+			add(&w->ctr.total_items, 1);
+		}
+		else if (r == CACHED_NOT_FOUND)
+			add(req->cmd == CACHED_INCR ? &w->ctr.incr_misses : &w->ctr.decr_misses, 1);
+		if (req->noreply)
+			return;
+		if (r == CACHED_NUMBER)
+			out_fmt(c, "%" PRIu64 "\r\n", v);
+		else if (r == CACHED_NOT_FOUND)
+			out_str(c, "NOT_FOUND\r\n");
+		else if (r == CACHED_NON_NUMERIC)
 			out_str(c, "CLIENT_ERROR cannot increment or decrement "
 			           "non-numeric value\r\n");
-		} else {
+		else
 			out_str(c, "SERVER_ERROR out of memory\r\n");
-		}
 		return;
 	case CACHED_TOUCH:
 		add(&w->ctr.cmd_touch, 1);
@@ -621,22 +996,24 @@ execute(struct conn *c, struct cached_req *req)
 		return;
 	case CACHED_FLUSH_ALL:
 		add(&w->ctr.cmd_flush, 1);
-		if (cached_store_flush(st, req->exptime))
-			out_str(c, "SERVER_ERROR out of memory\r\n");
-		else
-			reply(c, req->noreply, "OK\r\n");
+		reply(c, req->noreply, cached_store_flush(st, req->exptime)
+		                       ? "SERVER_ERROR out of memory\r\n" : "OK\r\n");
 		return;
 	case CACHED_VERBOSITY:
+		atomic_store(&w->srv->verbosity, (unsigned)req->delta);
 		reply(c, req->noreply, "OK\r\n");
 		return;
 	case CACHED_STATS:
 		do_stats(c, req);
 		return;
 	case CACHED_VERSION:
-		out_str(c, "VERSION " PACKAGE_VERSION "\r\n");
+		out_str(c, "VERSION " PROTOCOL_VERSION "\r\n");
 		return;
 	case CACHED_QUIT:
 		c->closing = true;
+		return;
+	case CACHED_MN:
+		out_str(c, "MN\r\n");
 		return;
 	}
 }
@@ -682,7 +1059,10 @@ process(struct conn *c)
 			if (avail < need)
 				break;  /* execute() made room for it */
 			if (buf[need - 2] != '\r' || buf[need - 1] != '\n')
-				out_str(c, "CLIENT_ERROR bad data chunk\r\n");
+				reply(c, c->req.noreply && !c->meta_data,
+				      "CLIENT_ERROR bad data chunk\r\n");
+			else if (c->meta_data)
+				do_meta(c, &c->meta, buf);
 			else
 				do_update(c, &c->req, buf);
 			c->in_off += need;
@@ -696,6 +1076,7 @@ process(struct conn *c)
 		case CACHED_LINE_TOO_LONG:
 			if (starts_get(buf, avail, &c->gets)) {
 				c->in_off += c->gets ? 5 : 4;
+				c->gat = false;
 				c->state = GET_KEYS;
 				continue;
 			}
@@ -708,6 +1089,10 @@ process(struct conn *c)
 		}
 		c->in_off += used;
 		c->last_progress = time(NULL);
+		if (cached_meta_is(buf, len)) {
+			meta_line(c, buf, len);
+			continue;
+		}
 		switch (cached_parse_line(buf, len, &req)) {
 		case CACHED_PARSE_OK:
 			execute(c, &req);
@@ -715,8 +1100,12 @@ process(struct conn *c)
 		case CACHED_PARSE_ERROR:
 			out_str(c, "ERROR\r\n");
 			break;
+		case CACHED_PARSE_CLOSE:
+			c->closing = true;
+			return;
 		case CACHED_PARSE_CLIENT_ERROR:
-			out_fmt(c, "CLIENT_ERROR %s\r\n", req.error);
+			if (!req.noreply)
+				out_fmt(c, "CLIENT_ERROR %s\r\n", req.error);
 			if (req.has_data) {
 				c->skip = req.bytes + 2;
 				c->state = SWALLOW;
@@ -876,7 +1265,7 @@ conn_io(struct conn *c, uint32_t events)
 
 		n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
 		if (n == 0)
-			return false;
+			c->eof = true;
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 			return false;
 		if (n > 0)
@@ -900,11 +1289,16 @@ conn_io(struct conn *c, uint32_t events)
 			}
 		}
 	}
+	/* Half-closed: done once every whole request is answered and sent
+	 * (what is left is an unfinished one). */
+	if (c->eof && !c->draining && !pending_out(c) &&
+	    (c->closing || !runnable(c)))
+		return false;
 	/* No new request is read while the client does not read its replies;
 	 * a get's keys are, up to GET_IN_MAX, as a client may write a long
 	 * get line whole before it reads. */
 	want_in = c->draining ||
-	          (!c->closing && (pending_out(c) < OUT_HIGH ||
+	          (!c->closing && !c->eof && (pending_out(c) < OUT_HIGH ||
 	                           c->state == GET_KEYS || c->state == SKIP_LINE) &&
 	           in_room(c));
 	set_interest(c, want_in, pending_out(c) != 0);
@@ -990,6 +1384,62 @@ hand_over(struct worker *t, struct conn *c)
 	(void)!write(t->wakefd, &one, sizeof(one));
 }
 
+static const char TOO_MANY[] = "ERROR Too many open connections\r\n";
+
+/* Tells a connection that cannot be served so, and closes it. */
+static void
+turn_away(struct server *srv, int fd)
+{
+	atomic_fetch_add(&srv->rejected_conns, 1);
+	(void)!send(fd, TOO_MANY, sizeof(TOO_MANY) - 1, MSG_NOSIGNAL);
+	close(fd);
+}
+
+/*
+ * accept failed for want of a descriptor: takes the connection with the
+ * spare one and turns it away.  False when that failed too (the spare is
+ * in use by another worker, or the system is out of descriptors): the
+ * caller then stops listening for a moment rather than spin.
+ */
+static bool
+accept_spare(struct server *srv)
+{
+	bool done = false;
+	int fd;
+
+	pthread_mutex_lock(&srv->spare_mu);
+	if (srv->spare_fd >= 0) {
+		close(srv->spare_fd);
+		fd = accept4(srv->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0) {
+			turn_away(srv, fd);
+			done = true;
+		} else {
+			done = errno == EAGAIN || errno == EWOULDBLOCK;
+		}
+		srv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	pthread_mutex_unlock(&srv->spare_mu);
+	return done;
+}
+
+/* Stops (false) or resumes (true) this worker's accepting. */
+static void
+listen_interest(struct worker *w, bool on)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE,
+	                          .data.ptr = &w->srv->tag_listen };
+
+	if (on == w->listening)
+		return;
+	if (on) {
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->srv->lfd, &ev) < 0)
+			return;
+	} else
+		epoll_ctl(w->epfd, EPOLL_CTL_DEL, w->srv->lfd, NULL);
+	w->listening = on;
+}
+
 static void
 accept_all(struct worker *w)
 {
@@ -1001,15 +1451,22 @@ accept_all(struct worker *w)
 		struct conn *c;
 		int one = 1;
 
-		if (fd < 0)
-			return;  /* EAGAIN: another worker took it, or none left */
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if ((errno == EMFILE || errno == ENFILE) && accept_spare(srv))
+				continue;
+			/* EAGAIN: another worker took it, or none left;
+			 * else out of descriptors or memory: the listener
+			 * stays readable, so this worker stops taking
+			 * connections until its next sweep (a second). */
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				listen_interest(w, false);
+			return;
+		}
 		if (atomic_fetch_add(&srv->curr_conns, 1) >= srv->opt.max_conns) {
-			static const char msg[] = "SERVER_ERROR too many open connections\r\n";
-
 			atomic_fetch_sub(&srv->curr_conns, 1);
-			atomic_fetch_add(&srv->rejected_conns, 1);
-			(void)!send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL);
-			close(fd);
+			turn_away(srv, fd);
 			continue;
 		}
 		c = calloc(1, sizeof(*c));
@@ -1085,6 +1542,7 @@ worker_main(void *arg)
 		now = time(NULL);
 		if (now != last_sweep) {
 			close_idle(w, now);
+			listen_interest(w, true);
 			last_sweep = now;
 		}
 	}
@@ -1125,6 +1583,43 @@ listen_on(const struct options *o)
 	return fd;
 }
 
+/*
+ * Descriptors besides the connections: stdio, the listener, the stop
+ * eventfd, the spare, the store's, and per worker an epoll set and an
+ * eventfd; with room to spare.
+ */
+static unsigned
+fds_reserved(const struct options *o)
+{
+	return 16 + 2 * o->threads;
+}
+
+/*
+ * Raises the soft limit on open files to what --max-conns needs, as
+ * memcached does; where the hard limit is lower, --max-conns is lowered to
+ * fit (with a warning), so a connection past it is turned away with an
+ * answer instead of failing for want of a descriptor.
+ */
+static void
+fit_nofile(struct options *o)
+{
+	struct rlimit rl;
+	rlim_t need = (rlim_t)o->max_conns + fds_reserved(o);
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
+		return;
+	rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need
+	              ? rl.rlim_max : need;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0 && getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur >= need)
+		return;
+	o->max_conns = rl.rlim_cur > fds_reserved(o) + 1
+	               ? (unsigned)(rl.rlim_cur - fds_reserved(o)) : 1;
+	fprintf(stderr, "admit-cached: open files limited to %llu: --max-conns "
+	        "lowered to %u\n", (unsigned long long)rl.rlim_cur, o->max_conns);
+}
+
 static void
 usage(FILE *f)
 {
@@ -1135,7 +1630,7 @@ usage(FILE *f)
 "  -p, --port PORT          TCP port (default 11311)\n"
 "  -l, --listen ADDR        numeric address to listen on (default 127.0.0.1)\n"
 "  -t, --threads N          worker threads, one epoll loop each (default 4)\n"
-"  -m, --memory MB          cache capacity in MiB: keys + values + 80 bytes\n"
+"  -m, --memory MB          cache capacity in MiB: keys + values + 76 bytes\n"
 "                           per item (default 64)\n"
 "  -c, --max-conns N        simultaneous connections (default 1024)\n"
 "  -I, --max-item BYTES     largest value (default 1048576)\n"
@@ -1148,10 +1643,12 @@ usage(FILE *f)
 "                           that finds it full is refused\n"
 "      --no-admission       plain LRU, no TinyLFU admission (for comparison)\n"
 "  -h, --help               this text\n"
-"Commands: get gets set add replace append prepend cas delete incr decr\n"
-"touch flush_all verbosity stats version quit, each as in memcached's text\n"
-"protocol; \"stats\" adds admission_admitted, admission_rejected,\n"
-"admission_window, admission_filter_load and hit_ratio.\n"
+"Commands: get gets gat gats set add replace append prepend cas delete incr\n"
+"decr touch flush_all verbosity stats version quit, and the meta commands\n"
+"mg ms md ma mn, each as in memcached 1.6's text protocol; \"stats\" adds\n"
+"admission_admitted, admission_rejected, admission_window,\n"
+"admission_filter_load and hit_ratio (admit-cached(1) lists every\n"
+"difference from memcached).\n"
 "SIGINT or SIGTERM stops the server.\n");
 }
 
@@ -1250,7 +1747,10 @@ parse_options(int argc, char **argv, struct options *o)
 	}
 	return 0;
 bad:
-	fprintf(stderr, "admit-cached: bad value '%s' for -%c\n", optarg, ch < 256 ? ch : '-');
+	for (const struct option *lo = longopts; lo->name; lo++)
+		if (lo->val == ch)
+			fprintf(stderr, "admit-cached: bad value '%s' for --%s\n",
+			        optarg, lo->name);
 	return -1;
 }
 
@@ -1267,9 +1767,14 @@ main(int argc, char **argv)
 	if (parse_options(argc, argv, &srv.opt) < 0)
 		return 2;
 	srv.lfd = srv.stopfd = -1;
+	fit_nofile(&srv.opt);
+	pthread_mutex_init(&srv.spare_mu, NULL);
+	srv.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	srv.started = time(NULL);
 	atomic_init(&srv.curr_conns, 0);
 	atomic_init(&srv.rejected_conns, 0);
+	atomic_init(&srv.verbosity, 0);
+	pthread_mutex_init(&srv.reset_mu, NULL);
 	atomic_init(&srv.pool_used, 0);
 	srv.pool_max = (size_t)(srv.opt.conn_memory_mb << 20);
 
@@ -1303,9 +1808,8 @@ main(int argc, char **argv)
 			ready++;
 			goto stop;
 		}
-		ev.events = EPOLLIN | EPOLLEXCLUSIVE;
-		ev.data.ptr = &srv.tag_listen;
-		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, srv.lfd, &ev) < 0) {
+		listen_interest(w, true);
+		if (!w->listening) {
 			ready++;
 			goto stop;
 		}
@@ -1365,5 +1869,8 @@ out:
 	if (srv.lfd >= 0)
 		close(srv.lfd);
 	cached_store_free(srv.store);
+	if (srv.spare_fd >= 0)
+		close(srv.spare_fd);
+	pthread_mutex_destroy(&srv.spare_mu);
 	return status;
 }

@@ -299,6 +299,10 @@ cached_store_flush(struct cached_store *st, int64_t delay)
 		rc = flush_now(st);
 		if (rc == 0)
 			atomic_store(&st->flush_at, 0);
+		/* memcached takes a CAS unique to mark where an immediate
+		 * flush stands; taking one too keeps the uniques of both
+		 * servers alike for alike commands. */
+		atomic_fetch_add(&st->cas_seq, 1);
 	}
 	pthread_mutex_unlock(&st->flush_mu);
 	return rc;
@@ -332,6 +336,7 @@ lend_item(const void *value, size_t vlen, void *arg)
 	if (vlen < HDR)  /* not one of ours: cannot happen */
 		return;
 	hdr_get(value, &it.cas, &it.flags);
+	it.cas &= CACHED_CAS_MASK;
 	it.data = (const char *)value + HDR;
 	it.len = vlen - HDR;
 	l->hit = true;
@@ -359,6 +364,8 @@ struct upd {
 	uint64_t expires;         /* the request's exptime on lru's clock */
 	enum cached_result r;     /* the reply, unless the store fails */
 	uint64_t value;           /* incr/decr: the new number */
+	cached_reader_t fn;       /* gat: the reader of the item */
+	void *arg;
 };
 
 /* Whether up holds one of our items; *cas, *flags, *data, *len its parts. */
@@ -402,29 +409,6 @@ put(struct upd *u, struct admit_lru_update *up, uint32_t flags,
 	return ADMIT_LRU_STORE;
 }
 
-/* A decimal number, optionally followed by spaces (memcached pads). */
-static bool
-parse_number(const char *p, size_t n, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t i = 0;
-
-	for (; i < n && p[i] >= '0' && p[i] <= '9'; i++) {
-		unsigned d = (unsigned)(p[i] - '0');
-
-		if (v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	if (i == 0)
-		return false;
-	for (; i < n; i++)
-		if (p[i] != ' ')
-			return false;
-	*out = v;
-	return true;
-}
-
 /* The updater of every read-modify-write command; runs under the key's
  * shard mutex. */
 static enum admit_lru_verdict
@@ -451,7 +435,7 @@ updater(struct admit_lru_update *up, void *arg)
 		up->expires = u->expires;
 		return put(u, up, req->flags, NULL, u->data, n, NULL, 0);
 	case CACHED_CAS:
-		if (!found || cas != req->cas) {
+		if (!found || (cas & CACHED_CAS_MASK) != req->cas) {
 			u->r = found ? CACHED_EXISTS : CACHED_NOT_FOUND;
 			return ADMIT_LRU_KEEP;
 		}
@@ -476,7 +460,7 @@ updater(struct admit_lru_update *up, void *arg)
 			u->r = CACHED_NOT_FOUND;
 			return ADMIT_LRU_KEEP;
 		}
-		if (!parse_number(old, oldlen, &v)) {
+		if (!oldlen || !cached_strtoull(old, oldlen, &v)) {
 			u->r = CACHED_NON_NUMERIC;
 			return ADMIT_LRU_KEEP;
 		}
@@ -487,6 +471,19 @@ updater(struct admit_lru_update *up, void *arg)
 		len = snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
 		u->r = CACHED_NUMBER;
 		u->value = v;
+		/* A number no longer than the old value is padded with
+		 * spaces to its length, as memcached rewrites it in place. */
+		if ((size_t)len < oldlen) {
+			char *p = admit_lru_update_alloc(up, HDR + oldlen);
+
+			if (p) {
+				hdr_put(p, atomic_fetch_add(&u->st->cas_seq, 1) + 1,
+				        flags);
+				memcpy(p + HDR, num, (size_t)len);
+				memset(p + HDR + len, ' ', oldlen - (size_t)len);
+			}
+			return ADMIT_LRU_STORE;
+		}
 		return put(u, up, flags, NULL, num, (size_t)len, NULL, 0);
 	case CACHED_TOUCH:
 		if (!found) {
@@ -497,6 +494,22 @@ updater(struct admit_lru_update *up, void *arg)
 		 * still guards a cas after it. */
 		u->r = CACHED_TOUCHED;
 		up->expires = u->expires;
+		return put(u, up, flags, &cas, old, oldlen, NULL, 0);
+	case CACHED_GAT:
+	case CACHED_GATS:
+		if (!found) {
+			u->r = CACHED_NOT_FOUND;
+			return ADMIT_LRU_KEEP;
+		}
+		/* A touch that lends the item to the reader as well. */
+		u->r = CACHED_TOUCHED;
+		up->expires = u->expires;
+		{
+			struct cached_item it = { flags, cas & CACHED_CAS_MASK,
+			                          old, oldlen };
+
+			u->fn(&it, u->arg);
+		}
 		return put(u, up, flags, &cas, old, oldlen, NULL, 0);
 	default:
 		u->r = CACHED_NOMEM;  /* not a read-modify-write: cannot happen */
@@ -585,6 +598,262 @@ cached_store_touch(struct cached_store *st, struct cached_scratch *s,
                    const struct cached_req *req)
 {
 	return compute(st, s, req, NULL, NULL);
+}
+
+enum cached_lookup
+cached_store_gat(struct cached_store *st, struct cached_scratch *s,
+                 const char *key, size_t klen, int64_t exptime,
+                 cached_reader_t fn, void *arg)
+{
+	struct cached_req req = { .cmd = CACHED_GAT,
+	                          .key = key, .klen = klen, .exptime = exptime };
+	struct upd u = { .st = st, .req = &req, .r = CACHED_NOMEM, .fn = fn,
+	                 .arg = arg };
+	uint64_t h = begin(st, s, key, klen);
+
+	u.expires = expires_at(s->lru, exptime);
+	admit_lru_compute_hashed(s->lru, h, key, klen, updater, &u);
+	hz_release(st, s);
+	return u.r == CACHED_NOT_FOUND ? CACHED_MISS : CACHED_HIT;
+}
+
+/* ---- meta commands: one admit_lru_compute each ------------------------- */
+
+struct mupd {
+	struct cached_store *st;
+	const struct cached_meta *m;
+	const char *data;            /* ms: the data block */
+	struct admit_lru *lru;
+	struct cached_meta_result *res;
+	cached_meta_writer_t fn;
+	void *arg;
+};
+
+/* Seconds left before exp on lru's clock, rounded up; -1 for never. */
+static int64_t
+ttl_left(struct admit_lru *lru, uint64_t exp)
+{
+	uint64_t now = admit_lru_now(lru);
+
+	if (!exp)
+		return -1;
+	return exp <= now ? 0 : (int64_t)((exp - now + NS_PER_S - 1) / NS_PER_S);
+}
+
+/* The new value: the header, a, then b (or, b NULL, blen spaces); false
+ * when no buffer (admit_lru_compute then reports why). */
+static bool
+meta_put(struct mupd *u, struct admit_lru_update *up, uint64_t cas,
+         uint32_t flags, const char *a, size_t alen, const char *b, size_t blen)
+{
+	char *p = admit_lru_update_alloc(up, HDR + alen + blen);
+
+	(void)u;
+	if (!p)
+		return false;
+	hdr_put(p, cas, flags);
+	if (alen)
+		memcpy(p + HDR, a, alen);
+	if (blen && b)
+		memcpy(p + HDR + alen, b, blen);
+	else if (blen)
+		memset(p + HDR + alen, ' ', blen);
+	return true;
+}
+
+static uint64_t
+next_cas(struct cached_store *st)
+{
+	return atomic_fetch_add(&st->cas_seq, 1) + 1;
+}
+
+static enum admit_lru_verdict
+meta_updater(struct admit_lru_update *up, void *arg)
+{
+	struct mupd *u = arg;
+	const struct cached_meta *m = u->m;
+	struct cached_meta_result *r = u->res;
+	const char *old = NULL;
+	size_t oldlen = 0;
+	uint64_t rawcas = 0, cas = 0, v;
+	uint32_t flags = 0;
+	bool found = old_item(up, &rawcas, &flags, &old, &oldlen);
+	enum admit_lru_verdict verdict = ADMIT_LRU_KEEP;
+	char num[24];
+	int len;
+
+	cas = rawcas & CACHED_CAS_MASK;
+	r->found = found;
+	switch (m->cmd) {
+	case 'g': {
+		bool created = false;
+
+		if (!found) {
+			if (!m->has_N) {
+				r->status = CACHED_META_MISS;
+				return ADMIT_LRU_KEEP;
+			}
+			/* Vivify: an empty item whose first reader wins. */
+			rawcas = next_cas(u->st);
+			cas = rawcas;
+			flags = 0;
+			old = "";
+			oldlen = 0;
+			up->expires = expires_at(u->lru, m->N);
+			created = true;
+			verdict = ADMIT_LRU_STORE;
+		}
+		r->ttl_before = ttl_left(u->lru, up->expires);
+		if (m->has_T) {
+			up->expires = expires_at(u->lru, m->T);
+			verdict = ADMIT_LRU_STORE;
+		}
+		r->ttl_after = ttl_left(u->lru, up->expires);
+		r->won_before = !created && (rawcas & CACHED_CAS_WON);
+		r->stale = rawcas & CACHED_CAS_STALE;
+		if (created) {
+			r->win = true;
+		} else if (!(rawcas & CACHED_CAS_WON) &&
+		           (r->stale || (m->has_R && up->expires &&
+		                         r->ttl_before < m->R))) {
+			r->win = true;
+			verdict = ADMIT_LRU_STORE;
+		}
+		if (r->win)
+			rawcas |= CACHED_CAS_WON;
+		r->status = CACHED_META_HIT;
+		r->cas = cas;
+		r->flags = flags;
+		r->data = old;
+		r->len = oldlen;
+		u->fn(r, u->arg);
+		if (verdict == ADMIT_LRU_STORE &&
+		    !meta_put(u, up, rawcas, flags, old, oldlen, "", 0))
+			r->status = CACHED_META_NOMEM;
+		return verdict;
+	}
+	case 's': {
+		uint64_t newcas = 0, bits = 0;
+		size_t n = (size_t)m->bytes;
+
+		if (m->has_C && !found) {
+			r->status = CACHED_META_NOT_FOUND;
+			return ADMIT_LRU_KEEP;
+		}
+		if (m->has_C && m->C != cas) {
+			/* An invalidation by an older writer: stored, stale. */
+			if (!(m->I && m->C < cas)) {
+				r->status = CACHED_META_EXISTS;
+				return ADMIT_LRU_KEEP;
+			}
+			bits = CACHED_CAS_STALE;
+		}
+		if ((m->mode == 'E' && found) ||
+		    ((m->mode == 'A' || m->mode == 'P' || m->mode == 'R') && !found)) {
+			r->status = CACHED_META_NOT_STORED;
+			return ADMIT_LRU_KEEP;
+		}
+		if (n > u->st->max_item || ((m->mode == 'A' || m->mode == 'P') &&
+		                            oldlen > u->st->max_item - n)) {
+			r->status = CACHED_META_TOO_LARGE;
+			return ADMIT_LRU_KEEP;
+		}
+		newcas = next_cas(u->st);
+		r->cas = newcas;
+		r->status = CACHED_META_STORED;
+		if (m->mode == 'A' || m->mode == 'P') {
+			if (!(m->mode == 'A'
+			      ? meta_put(u, up, newcas | bits, flags, old, oldlen, u->data, n)
+			      : meta_put(u, up, newcas | bits, flags, u->data, n, old, oldlen)))
+				r->status = CACHED_META_NOMEM;
+			return ADMIT_LRU_STORE;
+		}
+		up->expires = expires_at(u->lru, m->has_T ? m->T : 0);
+		if (!meta_put(u, up, newcas | bits, m->has_F ? m->F : 0, u->data, n,
+		              "", 0))
+			r->status = CACHED_META_NOMEM;
+		return ADMIT_LRU_STORE;
+	}
+	case 'd':
+		if (!found) {
+			r->status = CACHED_META_NOT_FOUND;
+			return ADMIT_LRU_KEEP;
+		}
+		if (m->has_C && m->C != cas) {
+			r->status = CACHED_META_EXISTS;
+			return ADMIT_LRU_KEEP;
+		}
+		r->status = CACHED_META_DELETED;
+		if (!m->I)
+			return ADMIT_LRU_REMOVE;
+		/* Invalidate: the item stays, stale, for one reader to win. */
+		if (m->has_T)
+			up->expires = expires_at(u->lru, m->T);
+		if (!meta_put(u, up, next_cas(u->st) | CACHED_CAS_STALE, flags,
+		              old, oldlen, "", 0))
+			r->status = CACHED_META_NOMEM;
+		return ADMIT_LRU_STORE;
+	default: /* 'a' */
+		if (!found) {
+			if (!m->has_N) {
+				r->status = CACHED_META_NOT_FOUND;
+				return ADMIT_LRU_KEEP;
+			}
+			v = m->J;
+			up->expires = expires_at(u->lru, m->N);
+			oldlen = 0;
+		} else {
+			if (m->has_C && m->C != cas) {
+				r->status = CACHED_META_EXISTS;
+				return ADMIT_LRU_KEEP;
+			}
+			if (!oldlen || !cached_strtoull(old, oldlen, &v)) {
+				r->status = CACHED_META_NON_NUMERIC;
+				return ADMIT_LRU_KEEP;
+			}
+			if (m->mode == '+')
+				v += m->D;
+			else
+				v = m->D > v ? 0 : v - m->D;
+			if (m->has_T)
+				up->expires = expires_at(u->lru, m->T);
+		}
+		len = snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
+		r->status = CACHED_META_HIT;
+		r->cas = next_cas(u->st);
+		r->flags = flags;
+		r->data = num;
+		r->len = (size_t)len;
+		r->ttl_before = r->ttl_after = ttl_left(u->lru, up->expires);
+		u->fn(r, u->arg);
+		/* Padded to the old length, as incr does. */
+		if (!meta_put(u, up, r->cas, flags, num, (size_t)len, NULL,
+		              (size_t)len < oldlen ? oldlen - (size_t)len : 0))
+			r->status = CACHED_META_NOMEM;
+		return ADMIT_LRU_STORE;
+	}
+}
+
+enum cached_meta_status
+cached_store_meta(struct cached_store *st, struct cached_scratch *s,
+                  const struct cached_meta *m, const char *data,
+                  struct cached_meta_result *res, cached_meta_writer_t fn,
+                  void *arg)
+{
+	struct mupd u = { .st = st, .m = m, .data = data, .res = res, .fn = fn,
+	                  .arg = arg };
+	uint64_t h = begin(st, s, m->key, m->klen);
+	enum admit_status rc;
+
+	memset(res, 0, sizeof(*res));
+	u.lru = s->lru;
+	rc = admit_lru_compute_hashed(s->lru, h, m->key, m->klen, meta_updater, &u);
+	hz_release(st, s);
+	if (rc == ADMIT_ETOOBIG)
+		res->status = CACHED_META_TOO_LARGE;
+	else if (rc != ADMIT_OK && rc != ADMIT_REJECTED)
+		res->status = CACHED_META_NOMEM;
+	return res->status;
 }
 
 void

@@ -30,7 +30,15 @@
 
 #include <admit/lru.h>
 
+#include "meta.h"
 #include "proto.h"
+
+/* The CAS unique's two top bits are the meta commands' state of an item:
+ * stale (invalidated by md I or ms I) and a win token already handed out.
+ * Uniques are counted from 1 and never reach them. */
+#define CACHED_CAS_STALE (UINT64_C(1) << 63)
+#define CACHED_CAS_WON (UINT64_C(1) << 62)
+#define CACHED_CAS_MASK (CACHED_CAS_WON - 1)
 
 struct cached_store;
 
@@ -100,6 +108,12 @@ enum cached_result cached_store_arith(struct cached_store *st,
                                       struct cached_scratch *s,
                                       const struct cached_req *req,
                                       uint64_t *value);
+/* gat/gats: as cached_store_get, and on CACHED_HIT the item's expiry is
+ * now exptime's (its CAS unique unchanged; fn sees it before). */
+enum cached_lookup cached_store_gat(struct cached_store *st,
+                                    struct cached_scratch *s, const char *key,
+                                    size_t klen, int64_t exptime,
+                                    cached_reader_t fn, void *arg);
 enum cached_result cached_store_touch(struct cached_store *st,
                                       struct cached_scratch *s,
                                       const struct cached_req *req);
@@ -111,5 +125,45 @@ enum cached_result cached_store_touch(struct cached_store *st,
  * changed). */
 int cached_store_flush(struct cached_store *st, int64_t delay);
 void cached_store_stats(struct cached_store *st, struct cached_store_stats *out);
+
+/* What a meta command found and did. */
+enum cached_meta_status {
+	CACHED_META_HIT,        /* mg/ma: the item (data, len) is given */
+	CACHED_META_MISS,       /* mg: absent */
+	CACHED_META_STORED,     /* ms */
+	CACHED_META_NOT_STORED, /* ms: the mode's condition failed */
+	CACHED_META_EXISTS,     /* ms/md/ma: C did not match */
+	CACHED_META_NOT_FOUND,  /* ms with C, md, ma: absent */
+	CACHED_META_DELETED,    /* md (or invalidated) */
+	CACHED_META_NON_NUMERIC,/* ma */
+	CACHED_META_TOO_LARGE,  /* ms */
+	CACHED_META_NOMEM,
+};
+
+struct cached_meta_result {
+	enum cached_meta_status status;
+	bool found;                    /* the key was present */
+	uint64_t cas;                  /* the item's (ms, ma: the new one) */
+	uint32_t flags;
+	const char *data;              /* HIT: valid inside the writer only */
+	size_t len;
+	int64_t ttl_before, ttl_after; /* seconds left before and after a T
+	                                * flag; -1 = never */
+	bool won_before, stale, win;   /* mg: Z, X and W */
+};
+
+/* Called once, under the key's shard mutex, on a HIT (mg, ma): formats the
+ * reply; the same rules as cached_reader_t. */
+typedef void (*cached_meta_writer_t)(const struct cached_meta_result *r,
+                                     void *arg);
+
+/* mg, ms (data: its block of m->bytes), md or ma, as one admit_lru_compute;
+ * *res says what happened (also returned). */
+enum cached_meta_status cached_store_meta(struct cached_store *st,
+                                          struct cached_scratch *s,
+                                          const struct cached_meta *m,
+                                          const char *data,
+                                          struct cached_meta_result *res,
+                                          cached_meta_writer_t fn, void *arg);
 
 #endif /* CACHED_STORE_H */

@@ -13,6 +13,16 @@
 #   atomic     concurrent appends to one key all land
 #   stalled    many stalled uploads stay within --conn-memory plus the
 #              per-connection allowance (checked on the server's RSS)
+# and of issue 24 (replies compared with memcached 1.6.18's):
+#   half_close every reply sent before a half-closed connection closes
+#   pipeline   10,000 requests in one write, all answered
+#   data_block an extra token is ignored; a data block never runs
+#   noreply    errors of noreply commands withheld
+#   too_large  a refused set removes the old value
+#   http       an HTTP request line closes the connection
+#   small      exptime, incr/decr numbers, stats, version/quit noreply
+#   fd_limit   at the descriptor limit: refused with a message, no spin
+#   meta       mg/ms/md/ma/mn, stale-while-revalidate and win tokens
 # Run by make check through test_hostile.sh; needs only python3.
 import os
 import random
@@ -366,6 +376,268 @@ def t_stalled():
         stop(p)
 
 
+def closed_reply(port, data, timeout=5):
+    """Sends data, half-closes, reads until the server closes: the bytes."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+    out = b""
+    while True:
+        d = s.recv(1 << 20)
+        if not d:
+            break
+        out += d
+    s.close()
+    return out
+
+
+def t_half_close(port):
+    """A 500 KB value, 20 gets of it, then the client half-closes: all
+    10 MB and every END arrive before the server closes."""
+    c = Conn(port)
+    val = bytes(random.getrandbits(8) for _ in range(1000)) * 500
+    c.cmd(b"set hc 0 0 500000\r\n" + val + b"\r\n")
+    c.close()
+    out = closed_reply(port, b"get hc\r\n" * 20, timeout=30)
+    one = b"VALUE hc 0 500000\r\n" + val + b"\r\nEND\r\n"
+    check("half_close: 20 whole replies after the client's shutdown",
+          out == one * 20, "%d of %d bytes" % (len(out), len(one) * 20))
+
+
+def t_pipeline(port):
+    """10,000 pipelined requests sent at once, then half-close: 10,000
+    replies, in order."""
+    req = b"".join(b"set pl%d 0 0 1 noreply\r\n%d\r\nget pl%d\r\n" % (i, i % 10, i)
+                   for i in range(5000))
+    out = closed_reply(port, req, timeout=60)
+    want = b"".join(b"VALUE pl%d 0 1\r\n%d\r\nEND\r\n" % (i, i % 10)
+                    for i in range(5000))
+    check("pipeline: 5,000 sets and 5,000 gets in one write, all answered",
+          out == want, "%d of %d bytes" % (len(out), len(want)))
+
+
+def t_data_block(port):
+    """A storage line with an extra token stores its data block; a data
+    block is never run as a command."""
+    c = Conn(port)
+    c.cmd(b"set db_keep 0 0 1\r\nk\r\n")
+    c.send(b"set db 0 0 9 garbage\r\nflush_all\r\nget db db_keep\r\n")
+    first = c.line()
+    v, _ = c.get_reply()
+    check("data_block: an extra token is ignored, the data stored",
+          first == b"STORED" and v.get(b"db", (0, b""))[1] == b"flush_all", repr(v))
+    check("data_block: the data block did not flush the cache", b"db_keep" in v)
+    # A malformed line whose length parses: its block is skipped.
+    c.send(b"set db2 x 0 9\r\nflush_all\r\nget db_keep\r\n")
+    first = c.line()
+    v, _ = c.get_reply()
+    check("data_block: a refused line's data block is skipped, not run",
+          first == b"CLIENT_ERROR bad command line format" and b"db_keep" in v,
+          repr((first, v)))
+    c.close()
+
+
+def t_noreply(port):
+    """Every reply of a noreply command is withheld, errors included."""
+    big = b"x" * (2 << 20)
+    out = closed_reply(port, b"set nr 0 0 1\r\na\r\n"
+                       b"set nr_big 0 0 %d noreply\r\n%s\r\n" % (len(big), big) +
+                       b"incr nr 1 noreply\r\n"
+                       b"append nr 0 0 2000000 noreply\r\n" + big[:2000000] + b"\r\n"
+                       b"set nr 0 0 1 noreply\r\nabc\r\n"
+                       b"delete nr 10 noreply\r\n"
+                       b"touch nr x noreply\r\n"
+                       b"flush_all x noreply\r\n"
+                       b"incr nr x noreply\r\n"
+                       b"version\r\n", timeout=30)
+    check("noreply: errors of noreply commands withheld",
+          out.startswith(b"STORED\r\n") and out.endswith(b"VERSION ") is False and
+          out.count(b"\r\n") == 3 and out.split(b"\r\n")[2].startswith(b"VERSION"),
+          repr(out[:300]))
+
+
+def t_too_large(port):
+    """A set refused as too large removes the key's old value."""
+    c = Conn(port)
+    c.cmd(b"set tl 0 0 3\r\nold\r\n")
+    big = b"y" * (2 << 20)
+    r = c.cmd(b"set tl 0 0 %d\r\n%s\r\n" % (len(big), big))
+    c.send(b"get tl\r\n")
+    v, _ = c.get_reply()
+    check("too_large: refused, and the old value is gone",
+          r == b"SERVER_ERROR object too large for cache" and not v, repr((r, v)))
+    c.close()
+
+
+def t_http(port):
+    """An HTTP request line: the connection is closed, nothing answered."""
+    for line in (b"GET / HTTP/1.0\r\n\r\n", b"PUT /x HTTP/1.1\r\nget a\r\n"):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(line)
+        try:
+            d = s.recv(100)
+        except ConnectionResetError:
+            d = b""
+        check("http: %r closed at once" % line[:10], d == b"", repr(d))
+        s.close()
+
+
+def t_small(port):
+    """Defects found by comparing with memcached 1.6.18, one by one."""
+    out = closed_reply(port,
+                       b"set sm 0 2147483648 1\r\nx\r\nget sm\r\n"
+                       b"set sm 0 0 2\r\n 5\r\nincr sm 1\r\n"
+                       b"set sm 0 0 3\r\n5 a\r\nincr sm 1\r\n"
+                       b"set sm 0 0 2\r\n+5\r\nincr sm 1\r\n"
+                       b"set sm 0 0 2\r\n10\r\ndecr sm 3\r\nget sm\r\n"
+                       b"version noreply\r\nquit noreply\r\nget sm\r\n")
+    want = (b"STORED\r\nEND\r\n" + b"STORED\r\n6\r\n" * 3 +
+            b"STORED\r\n7\r\nVALUE sm 0 2\r\n7 \r\nEND\r\n")
+    check("small: exptime past 2^31-1, incr's number, decr's padding",
+          out.startswith(want), repr(out))
+    check("small: version noreply and quit noreply",
+          out[len(want):].startswith(b"VERSION ") and out.endswith(b"\r\n") and
+          out.count(b"VERSION") == 1 and not out.endswith(b"END\r\n"), repr(out))
+    c = Conn(port)
+    c.cmd(b"stats reset\r\n")
+    c.cmd(b"set sm2 0 0 1\r\na\r\n")
+    c.cmd(b"incr sm2 1\r\n")
+    st = c.stats()
+    check("small: incr_hits counts no failure, total_items present",
+          st.get("incr_hits") == "0" and st.get("total_items") == "1",
+          repr((st.get("incr_hits"), st.get("total_items"))))
+    c.send(b"get sm2\r\n")
+    c.get_reply()
+    c.cmd(b"stats reset\r\n")
+    st = c.stats()
+    check("small: stats reset resets the counters",
+          st["cmd_get"] == "0" and st["get_hits"] == "0" and st["total_items"] == "0",
+          repr((st["cmd_get"], st["get_hits"])))
+    for arg in (b"settings", b"items", b"slabs", b"sizes"):
+        c.send(b"stats " + arg + b"\r\n")
+        lines = []
+        while True:
+            ln = c.line()
+            lines.append(ln)
+            if not ln.startswith(b"STAT "):
+                break
+        check("small: stats %s answered" % arg.decode(), lines[-1] == b"END", repr(lines[-1]))
+    c.close()
+    h = subprocess.run([SERVER, "--help"], capture_output=True, text=True)
+    check("small: --help's bytes per item match the bytes stat (76)",
+          "76 bytes" in h.stdout and "80 bytes" not in h.stdout)
+    b = subprocess.run([SERVER, "--max-line", "511"], capture_output=True, text=True)
+    check("small: a bad value names its option",
+          b.returncode == 2 and "--max-line" in b.stderr, b.stderr)
+
+
+def t_meta(port):
+    """The meta commands, stale-while-revalidate and win tokens included:
+    after md I only the first mg wins (W), the others see Z while the item
+    is stale (X); a set with an older CAS and I keeps it stale; a fresh
+    ms ends it.  mg N vivifies a miss once (W, then Z)."""
+    c = Conn(port)
+    check("meta: mn", c.cmd(b"mn\r\n") == b"MN")
+    check("meta: ms", c.cmd(b"ms mt 3 T300 F5\r\nold\r\n") == b"HD")
+    c.send(b"mg mt v f t\r\n")
+    check("meta: mg v f t", c.line() == b"VA 3 f5 t300" and c.line() == b"old")
+    check("meta: md I", c.cmd(b"md mt I T30\r\n") == b"HD")
+    c.send(b"mg mt v c\r\n")
+    first = c.line()
+    c.line()
+    c.send(b"mg mt v\r\n")
+    second = c.line()
+    c.line()
+    check("meta: the first reader wins, the next sees Z",
+          first.endswith(b" X W") and second == b"VA 3 Z X", repr((first, second)))
+    cas = int(first.split()[2][1:])
+    check("meta: an older writer's ms I keeps it stale",
+          c.cmd(b"ms mt 3 I C%d\r\nnew\r\n" % (cas - 1)) == b"HD")
+    c.send(b"mg mt v\r\n")
+    check("meta: still stale", c.line().endswith(b" X W") and c.line() == b"new")
+    check("meta: the winner's ms", c.cmd(b"ms mt 5\r\nfresh\r\n") == b"HD")
+    c.send(b"mg mt v\r\n")
+    check("meta: fresh again", c.line() == b"VA 5" and c.line() == b"fresh")
+    check("meta: mg N on a miss wins once", c.cmd(b"mg mv N30\r\n") == b"HD W" and
+          c.cmd(b"mg mv N30\r\n") == b"HD Z")
+    c.send(b"ma mc N0 J10 v\r\nma mc MD D3 v\r\n")
+    check("meta: ma", c.line() == b"VA 2" and c.line() == b"10" and
+          c.line() == b"VA 1" and c.line() == b"7")
+    check("meta: quiet mode hides HD", c.cmd(b"md mc q\r\nmn\r\n") == b"MN")
+    c.close()
+
+
+def t_fd_limit():
+    """At the descriptor limit (64 open files, --max-conns 1024): later
+    connections are told "ERROR Too many open connections" and closed,
+    earlier ones still served, and the server does not spin."""
+    import resource
+
+    def lim():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    for _ in range(10):
+        port = random.randint(20000, 60000)
+        p = subprocess.Popen([SERVER, "--port", str(port), "--threads", "2"],
+                             stderr=subprocess.PIPE, text=True, preexec_fn=lim)
+        line = p.stderr.readline()
+        while line and "listening" not in line:
+            line = p.stderr.readline()
+        if "listening" in line:
+            break
+        p.kill()
+        p.wait()
+    else:
+        sys.exit("FAIL cannot start admit-cached")
+    try:
+        conns, refused, silent = [], 0, 0
+        for _ in range(100):
+            s = socket.create_connection(("127.0.0.1", port), timeout=3)
+            conns.append(s)
+        time.sleep(0.5)
+        for s in conns:
+            s.settimeout(0.2)
+            try:
+                d = s.recv(100)
+                if d == b"ERROR Too many open connections\r\n":
+                    refused += 1
+            except socket.timeout:
+                silent += 1
+        check("fd_limit: connections past the limit refused with memcached's "
+              "message (%d refused, %d open)" % (refused, silent),
+              refused >= 40 and refused + silent == 100)
+
+        def cpu():
+            with open("/proc/%d/stat" % p.pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+        c0 = cpu()
+        time.sleep(1.0)
+        used = cpu() - c0
+        check("fd_limit: no spin at the limit (%.2f s of CPU in 1 s)" % used, used < 0.3)
+        served = None
+        for s in conns:
+            s.settimeout(3)
+            try:
+                s.sendall(b"version\r\n")
+                served = s.recv(100)
+                break
+            except OSError:
+                continue
+        check("fd_limit: an earlier connection still served",
+              served is not None and served.startswith(b"VERSION"), repr(served))
+        for s in conns:
+            s.close()
+        time.sleep(0.3)
+        d = Conn(port)
+        check("fd_limit: a new connection served once others closed",
+              d.cmd(b"version\r\n").startswith(b"VERSION"))
+        d.close()
+    finally:
+        stop(p)
+
+
 def main():
     if not os.access(SERVER, os.X_OK):
         sys.exit("FAIL %s not built" % SERVER)
@@ -373,17 +645,20 @@ def main():
     p, port = start("--memory", "8", "--threads", "2")
     try:
         for t in (t_stream, t_touch, t_mget, t_memcslap, t_flush_at,
-                  t_flush_cap, t_expiry, t_exptime, t_atomic):
+                  t_flush_cap, t_expiry, t_exptime, t_atomic, t_half_close,
+                  t_pipeline, t_data_block, t_noreply, t_too_large, t_http,
+                  t_small, t_meta):
             try:
                 t(port)
             except (OSError, EOFError, ValueError, KeyError, IndexError) as e:
                 check(t.__name__, False, "raised %r" % e)
     finally:
         stop(p)
-    try:
-        t_stalled()
-    except (OSError, EOFError, ValueError) as e:
-        check("t_stalled", False, "raised %r" % e)
+    for t in (t_stalled, t_fd_limit):
+        try:
+            t()
+        except (OSError, EOFError, ValueError) as e:
+            check(t.__name__, False, "raised %r" % e)
     if failures:
         print("%d check(s) failed" % failures)
         sys.exit(1)

@@ -51,6 +51,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -976,7 +977,19 @@ main(int argc, char **argv)
 		fprintf(stderr, PROG ": internal error: %s\n", admit_strerror(st));
 		status = EXIT_FULL;
 	} else if (C.o.save) {
+		sigset_t stop, old;
+
+		/* A signal that stops the program waits until the save has
+		 * renamed its temporary file over FILE (or removed it), so it
+		 * never leaves one behind; it takes effect right after. */
+		sigemptyset(&stop);
+		sigaddset(&stop, SIGINT);
+		sigaddset(&stop, SIGTERM);
+		sigaddset(&stop, SIGHUP);
+		sigaddset(&stop, SIGQUIT);
+		sigprocmask(SIG_BLOCK, &stop, &old);
 		st = dd_seen_save(C.seen, C.o.save);
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		if (st != ADMIT_OK) {
 			fprintf(stderr, PROG ": cannot save '%s': %s\n", C.o.save,
 			        st == ADMIT_EIO ? strerror(errno ? errno : EIO) :

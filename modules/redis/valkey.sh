@@ -1,0 +1,37 @@
+#!/bin/sh
+# Prints the path of a valkey-server built as upstream builds it (jemalloc
+# linked statically) from ../shared/src/valkey-8.0.1.tar.gz, next to the
+# source tree, building it under $top_builddir/modules/redis/valkey the
+# first time (about 3 minutes on 2 cores) and reusing it after.  Exits 77,
+# saying why, when the source is absent (a user's clone has no ../shared);
+# 1 if the build fails.
+: "${top_srcdir:=.}" "${top_builddir:=.}"
+tarball=$top_srcdir/../shared/src/valkey-8.0.1.tar.gz
+dir=$top_builddir/modules/redis/valkey
+server=$dir/valkey-8.0.1/src/valkey-server
+if [ -x "$server" ]; then
+	echo "$server"
+	exit 0
+fi
+if [ ! -f "$tarball" ]; then
+	echo "no $tarball: Valkey not built" >&2
+	exit 77
+fi
+mkdir -p "$dir"
+# One build at a time: tests running in parallel wait for the first.
+while ! mkdir "$dir/lock" 2>/dev/null; do
+	sleep 2
+	[ -x "$server" ] && { echo "$server"; exit 0; }
+done
+trap 'rmdir "$dir/lock"' EXIT
+echo "building Valkey 8.0.1 into $dir (log: $dir/build.log)" >&2
+rm -rf "$dir/valkey-8.0.1"
+if tar xzf "$tarball" -C "$dir" &&
+   make -C "$dir/valkey-8.0.1" -j"$(nproc)" BUILD_TLS=no >"$dir/build.log" 2>&1 &&
+   [ -x "$server" ]; then
+	echo "$server"
+	exit 0
+fi
+echo "Valkey's build failed: tail of $dir/build.log:" >&2
+tail -n 20 "$dir/build.log" >&2
+exit 1

@@ -1,0 +1,199 @@
+/*
+ * adapt.c - the miniature simulation as a cache's adaptation (adapt.h).
+ *
+ * The simulation (minisim.c) and its two sketches sit behind a mutex that
+ * callers only try: a sample missed under contention costs nothing but a
+ * little evidence, and no request waits.  The configuration it chose is an
+ * atomic index that shards read at their maintenance.
+ *
+ * The real sketch runs in one mode at a time (tinylfu_internal.h): the
+ * mini caches of the other mode contest on a sketch of the sampled
+ * requests alone, in that mode ([0] aging, [1] steady).
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+
+#include "alloc.h"
+#include "cache/adapt.h"
+#include "tinylfu_internal.h"
+
+struct sim {
+	struct admit_adapt a;           /* first: the ops' pointer */
+	struct admit_minisim *m;
+	struct admit_tinylfu *tlfu[2];
+	pthread_mutex_t mu;
+	alignas(ADMIT_CACHELINE) _Atomic unsigned config;
+};
+
+static struct sim *
+sim_of(const struct admit_adapt *a)
+{
+	return (struct sim *)a;
+}
+
+/* A mini cache's contest: on the real sketch when it runs in the mini
+ * cache's mode (the mini cache of the current configuration then sees the
+ * very estimates the shards see), else on the simulation's own. */
+static bool
+sim_admit(void *ctx, bool steady, uint64_t cand, uint64_t victim)
+{
+	struct sim *s = ctx;
+	/* relaxed: an index into a constant table; the mutex orders it with
+	 * the store in sample() anyway. */
+	unsigned k = atomic_load_explicit(&s->config, memory_order_relaxed);
+	struct admit_tinylfu *t = admit_minisim_configs[k].steady == steady
+	                          ? s->a.tlfu : s->tlfu[steady];
+
+	return admit_tinylfu_admit_hash(t, cand, victim);
+}
+
+/* Feeds a request to the simulation, unless another thread is in it.  w is
+ * the weight of a set, 0 for a get; recorded tells whether the real cache
+ * counted this request in its sketch, so the simulation's sketches count
+ * what the real one does. */
+static void
+sample(struct sim *s, uint64_t h, uint64_t w, bool recorded)
+{
+	if (pthread_mutex_trylock(&s->mu) != 0)
+		return;
+	if (recorded) {
+		admit_tinylfu_record_hash(s->tlfu[0], h);
+		admit_tinylfu_record_hash(s->tlfu[1], h);
+	}
+	if (w) {
+		admit_minisim_set(s->m, h, w);
+	} else {
+		unsigned k = admit_minisim_get(s->m, h);
+
+		/* Stored only when it changes: every shard's maintenance reads
+		 * it, and a store each sample would bounce its line between
+		 * the cores.  relaxed: see sim_admit(). */
+		if (k != atomic_load_explicit(&s->config, memory_order_relaxed)) {
+			atomic_store_explicit(&s->config, k, memory_order_relaxed);
+			admit_tinylfu_set_steady(s->a.tlfu,
+			                         admit_minisim_configs[k].steady);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void
+on_get(struct admit_adapt *a, uint64_t h, bool hit)
+{
+	sample(sim_of(a), h, 0, hit);
+	if (hit)
+		admit_tinylfu_record_hash(a->tlfu, h);
+}
+
+/* The record first, so the candidate's own request counts in the mini
+ * caches' contests; a key a mini cache turned away at the get that missed
+ * gets a second contest here, as the measured constants assume
+ * (doc/hit-ratio.md). */
+static void
+on_set(struct admit_adapt *a, uint64_t h, uint64_t w)
+{
+	admit_tinylfu_record_hash(a->tlfu, h);
+	sample(sim_of(a), h, w, true);
+}
+
+static void
+on_compute(struct admit_adapt *a, uint64_t h, bool recorded)
+{
+	sample(sim_of(a), h, 0, recorded);
+}
+
+static unsigned
+current(const struct admit_adapt *a)
+{
+	/* relaxed: see sim_admit(); a shard that reads an older index
+	 * applies the newer at its next maintenance. */
+	return atomic_load_explicit(&sim_of(a)->config, memory_order_relaxed);
+}
+
+static void
+stats(struct admit_adapt *a, uint64_t *bytes, uint64_t *switches)
+{
+	struct sim *s = sim_of(a);
+
+	pthread_mutex_lock(&s->mu);
+	*bytes = admit_minisim_bytes(s->m) + admit_tinylfu_memory(s->tlfu[0]) +
+	         admit_tinylfu_memory(s->tlfu[1]);
+	*switches = admit_minisim_switches(s->m);
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void
+sim_free(struct admit_adapt *a)
+{
+	struct sim *s = sim_of(a);
+
+	admit_minisim_free(s->m);
+	admit_tinylfu_free(s->tlfu[0]);
+	admit_tinylfu_free(s->tlfu[1]);
+	pthread_mutex_destroy(&s->mu);
+	admit_table_free(s, sizeof(*s));
+}
+
+static const struct admit_adapt_ops minisim_ops = {
+	.on_get = on_get, .on_set = on_set, .on_compute = on_compute,
+	.current = current, .stats = stats, .free = sim_free,
+};
+
+/* The simulation's two sketches, for its mini caches' entries and its
+ * share of the requests: the real sketch's settings scaled by the sample
+ * rate (a sample of W records of every key is W x rate records of the
+ * sampled ones).  False when out of memory. */
+static bool
+sketches(struct sim *s, const struct admit_adapt_params *p)
+{
+	struct admit_tinylfu_config tc = { 0 };
+	uint64_t n = admit_minisim_entries(s->m);
+
+	if (p->tinylfu)
+		tc = *p->tinylfu;
+	if (tc.sample_size) {
+		tc.sample_size = (uint64_t)((double)tc.sample_size * (double)n /
+		                            (double)p->entries + 0.5);
+		if (tc.sample_size == 0)
+			tc.sample_size = 1;
+	}
+	tc.cache_capacity = n;
+	for (unsigned i = 0; i < 2; i++) {
+		tc.seed = admit_mix64(p->seed + i + 1);
+		if (admit_tinylfu_new_config(&tc, &s->tlfu[i]) != ADMIT_OK)
+			return false;
+	}
+	admit_tinylfu_set_steady(s->tlfu[1], true);
+	return true;
+}
+
+enum admit_status
+admit_adapt_minisim_new(const struct admit_adapt_params *p,
+                        struct admit_adapt **out)
+{
+	struct sim *s = admit_table_alloc(sizeof(*s));
+
+	if (!s)
+		return ADMIT_NOMEM;
+	*s = (struct sim){ .a = { .ops = &minisim_ops, .tlfu = p->tlfu } };
+	atomic_init(&s->config, ADMIT_MINISIM_START);
+	/* The simulation is of the whole cache, unsharded: the configuration
+	 * it picks is applied to every shard. */
+	s->m = admit_minisim_new(p->max_weight, p->entries, sim_admit, s);
+	if (!s->m)
+		goto fail;
+	s->a.watch = admit_minisim_threshold(s->m);
+	if (!sketches(s, p) || pthread_mutex_init(&s->mu, NULL) != 0)
+		goto fail;
+	*out = &s->a;
+	return ADMIT_OK;
+fail:
+	admit_minisim_free(s->m);
+	admit_tinylfu_free(s->tlfu[0]);
+	admit_tinylfu_free(s->tlfu[1]);
+	admit_table_free(s, sizeof(*s));
+	return ADMIT_NOMEM;
+}

@@ -1,0 +1,151 @@
+/*
+ * index.h - a shard's index: a chained hash whose chain pointers are C11
+ * atomics, read under RCU (rcu.h) while one writer at a time changes it.
+ *
+ * Readers (admit_index_read, in a read-side section) walk the chains with
+ * acquire loads; writers (the *_locked calls, serialised by the caller:
+ * admit_lru's shard mutex) publish with release.  An entry is linked whole
+ * and never changed while linked (entry.h), so a reader that finds a key
+ * finds a whole entry.
+ *
+ * Growing relinks entries into a table twice the size; meanwhile the
+ * index's `resizing` count is odd, and a reader that missed while it was
+ * odd or moved must look again (seqlock-style: Boehm, MSPC 2012); a hit
+ * needs no check, the key compared equal.  The old table is freed after a
+ * grace period; `pending` counts such frees not yet done, so that the
+ * owner knows whether it must wait for callbacks before freeing itself.
+ */
+#ifndef ADMIT_CACHE_INDEX_H
+#define ADMIT_CACHE_INDEX_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <admit/status.h>
+
+#include "cache/entry.h"
+#include "rcu.h"
+#include "stripe.h"
+
+/* A bucket array; replaced whole when the index grows. */
+struct admit_index_table {
+	struct rcu_head rcu;
+	_Atomic uint64_t *pending;      /* dropped when the table is freed */
+	size_t nbuckets;                /* a power of two */
+	_Atomic(struct entry *) bucket[];
+};
+
+struct admit_index {
+	_Atomic(struct admit_index_table *) table;
+	_Atomic uint32_t resizing;      /* a stripe (stripe.h): odd while a
+	                                 * grow relinks chains */
+	_Atomic uint64_t *pending;      /* the owner's count of callbacks */
+};
+
+/* Sets ix up empty with room for about `entries` entries before chains
+ * grow long (at least 64 buckets).  ADMIT_NOMEM when out of memory. */
+enum admit_status admit_index_init(struct admit_index *ix, uint64_t entries,
+                                   _Atomic uint64_t *pending);
+
+/* Frees the table (not the entries; no reader may still be in it). */
+void admit_index_destroy(struct admit_index *ix);
+
+/* Whether two keys of klen bytes are equal; an 8-byte key (an integer id,
+ * the commonest) in one compare instead of a call to memcmp. */
+static inline bool
+admit_index_same_key(const unsigned char *a, const void *b, size_t klen)
+{
+	if (klen == sizeof(uint64_t)) {
+		uint64_t x, y;
+
+		memcpy(&x, a, sizeof(x));
+		memcpy(&y, b, sizeof(y));
+		return x == y;
+	}
+	return klen == 0 || memcmp(a, b, klen) == 0;
+}
+
+/*
+ * The entry of key in t, or NULL; *where (if where) is set to the chain
+ * pointer that holds it, or to the chain's final NULL.  Safe in a read-side
+ * section and for the writer alike.
+ */
+static inline struct entry *
+admit_index_find(struct admit_index_table *t, uint64_t h, const void *key,
+                 size_t klen, _Atomic(struct entry *) **where)
+{
+	_Atomic(struct entry *) *p = &t->bucket[h & (t->nbuckets - 1)];
+	struct entry *e;
+
+	for (; (e = admit_rcu_deref(p)); p = &e->hnext)
+		if (e->hash == h && e->klen == klen &&
+		    admit_index_same_key(e->data, key, klen))
+			break;
+	if (where)
+		*where = p;
+	return e;
+}
+
+/*
+ * A reader's lookup, in a read-side section: true with *out the entry or
+ * NULL for a miss that stands; false when a grow moved chains around the
+ * miss, which the caller retries once the grow is over (it runs under the
+ * writers' lock).  The chain loads are acquire, so the second load of
+ * `resizing` cannot move before them, and one that read a relinked pointer
+ * also sees the odd count stored before it (Boehm, "Can seqlocks get along
+ * with programming language memory models?").
+ */
+static inline bool
+admit_index_read(struct admit_index *ix, uint64_t h, const void *key,
+                 size_t klen, struct entry **out)
+{
+	/* stripe.h's reader, on one stripe. */
+	struct stripe_reader r = { .a = &ix->resizing, .b = &ix->resizing };
+
+	if (!stripe_read_begin(&r))
+		return false;
+	*out = admit_index_find(admit_rcu_deref(&ix->table), h, key, klen, NULL);
+	return *out || stripe_read_end(&r);
+}
+
+/* The writer's view of the table. */
+static inline struct admit_index_table *
+admit_index_table_locked(struct admit_index *ix)
+{
+	/* relaxed: only the writer stores it. */
+	return atomic_load_explicit(&ix->table, memory_order_relaxed);
+}
+
+/* The writer's lookup: admit_index_find on the current table. */
+static inline struct entry *
+admit_index_find_locked(struct admit_index *ix, uint64_t h, const void *key,
+                        size_t klen, _Atomic(struct entry *) **where)
+{
+	return admit_index_find(admit_index_table_locked(ix), h, key, klen,
+	                        where);
+}
+
+/* Links e (filled, unpublished) at where, a chain's final NULL found by
+ * admit_index_find_locked. */
+void admit_index_insert_locked(_Atomic(struct entry *) *where, struct entry *e);
+
+/* Puts e (filled, unpublished) in old's place, where holding old: readers
+ * that hold old still read old, whole. */
+void admit_index_replace_locked(_Atomic(struct entry *) *where,
+                                struct entry *old, struct entry *e);
+
+/* Unlinks e; readers in a section may still hold it. */
+void admit_index_remove_locked(struct admit_index *ix, struct entry *e);
+
+/* Doubles the table when it holds more than `entries` > buckets (only a
+ * cache bounded by bytes alone gets there).  Out of memory it keeps the old
+ * table: longer chains, still correct. */
+void admit_index_grow_locked(struct admit_index *ix, uint64_t entries);
+
+/* Buckets in the current table (for tests). */
+size_t admit_index_buckets(struct admit_index *ix);
+
+#endif /* ADMIT_CACHE_INDEX_H */

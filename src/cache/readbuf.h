@@ -1,0 +1,120 @@
+/*
+ * readbuf.h - a shard's read buffer: the events of reads that took no lock,
+ * queued for the next holder of the shard's lock to apply (BP-Wrapper:
+ * Ding, Jiang, Zhang, ICDE 2009; Caffeine's striped read buffers).
+ *
+ * ADMIT_READBUF_RINGS bounded MPSC rings (Vyukov's bounded queue: a
+ * sequence number per slot).  A thread pushes to one ring, picked once per
+ * thread, so one thread's events are in one ring, in order, and two
+ * threads' pushes to one shard do not write the same tail and slot lines.
+ * The consumer (one at a time: the caller serialises drains) takes each
+ * ring's events in order, up to the first slot still being written.
+ *
+ * An event is a uintptr_t the owner chooses, never a slot's business.
+ * Progress: a push is lock-free (a failed CAS means another push took the
+ * slot) and fails, rather than waits, when its ring is full.
+ */
+#ifndef ADMIT_CACHE_READBUF_H
+#define ADMIT_CACHE_READBUF_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc.h"
+
+/* Slots per ring (a power of two): up to this many reads in a row by one
+ * thread take no lock. */
+#define ADMIT_READBUF_SLOTS 128
+/* Rings per buffer (a power of two). */
+#define ADMIT_READBUF_RINGS 4
+
+/* seq is the slot's turn: pos when free for the push at ring position pos,
+ * pos + 1 once that push is written, pos + ADMIT_READBUF_SLOTS once
+ * taken. */
+struct admit_readbuf_slot {
+	_Atomic uint64_t seq;
+	_Atomic uintptr_t ev;
+};
+
+struct admit_readbuf_ring {
+	alignas(ADMIT_CACHELINE) _Atomic uint64_t tail;  /* next position to push */
+	alignas(ADMIT_CACHELINE) uint64_t head;          /* next to take; the
+	                                                  * consumer's */
+	alignas(ADMIT_CACHELINE) struct admit_readbuf_slot slot[ADMIT_READBUF_SLOTS];
+};
+
+struct admit_readbuf {
+	struct admit_readbuf_ring ring[ADMIT_READBUF_RINGS];
+};
+
+/* A ring position for each ring: where its tail or head stood. */
+struct admit_readbuf_mark {
+	uint64_t pos[ADMIT_READBUF_RINGS];
+};
+
+/* Sets b up empty. */
+void admit_readbuf_init(struct admit_readbuf *b);
+
+/* The ring this thread pushes to: handed out round-robin on a thread's
+ * first push.  A placement hint only (any ring is correct). */
+struct admit_readbuf_ring *admit_readbuf_mine(struct admit_readbuf *b);
+
+/* Queues ev; false when the ring is full. */
+static inline bool
+admit_readbuf_push(struct admit_readbuf_ring *r, uintptr_t ev)
+{
+	/* relaxed: a slot's seq, not tail, hands the event over; tail only
+	 * picks the slot. */
+	uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+
+	for (;;) {
+		struct admit_readbuf_slot *sl = &r->slot[pos & (ADMIT_READBUF_SLOTS - 1)];
+		/* acquire: pairs with the release in admit_readbuf_take() that
+		 * freed the slot, so its last reader is done with it. */
+		uint64_t seq = atomic_load_explicit(&sl->seq, memory_order_acquire);
+
+		if (seq == pos) {
+			/* relaxed: as the load of tail above. */
+			if (atomic_compare_exchange_weak_explicit(&r->tail, &pos, pos + 1,
+			                                          memory_order_relaxed,
+			                                          memory_order_relaxed)) {
+				/* relaxed: published by the release below. */
+				atomic_store_explicit(&sl->ev, ev, memory_order_relaxed);
+				/* release: pairs with the acquire in
+				 * admit_readbuf_take(). */
+				atomic_store_explicit(&sl->seq, pos + 1, memory_order_release);
+				return true;
+			}
+		} else if ((int64_t)(seq - pos) < 0) {
+			return false;  /* the slot still holds the event of a lap ago */
+		} else {
+			/* relaxed: as above. */
+			pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+		}
+	}
+}
+
+/* Takes up to ADMIT_READBUF_SLOTS of r's events, in order, into ev, up to
+ * the first slot still being written; returns how many.  The consumer's. */
+size_t admit_readbuf_take(struct admit_readbuf_ring *r, uintptr_t *ev);
+
+/* Takes every ring's events, each ring in order, handing them to
+ * apply(ctx, ev, n) a batch of at most ADMIT_READBUF_SLOTS at a time.  The
+ * consumer's. */
+void admit_readbuf_drain(struct admit_readbuf *b,
+                         void (*apply)(void *ctx, const uintptr_t *ev, size_t n),
+                         void *ctx);
+
+/* The rings' tails now: every push that ended before this call lies below
+ * them.  Any thread. */
+void admit_readbuf_tails(struct admit_readbuf *b, struct admit_readbuf_mark *m);
+
+/* Whether every ring's head has reached m: every event below m's tails is
+ * taken.  The consumer's. */
+bool admit_readbuf_passed(const struct admit_readbuf *b,
+                          const struct admit_readbuf_mark *m);
+
+#endif /* ADMIT_CACHE_READBUF_H */

@@ -1,0 +1,406 @@
+/*
+ * shard.c - one admit_lru shard: its maintenance, the drain's application
+ * of buffered reads, the policy's hooks, and the locked changes the public
+ * operations make (shard.h).
+ *
+ * Ordering.  Readers take no lock: they find entries through the index
+ * under RCU and queue their accesses in the read buffer.  Everything else
+ * here runs under the shard mutex, which orders it; what readers see is
+ * published by the index (index.h), and an entry is freed only when no
+ * reader or buffered event can name it (reclaim.h).
+ *
+ * One thread sees the state changes of the fully locked cache, in its
+ * order: no read's event is dropped (a full ring makes its read apply the
+ * event itself, after a drain), and one thread's events are in one ring,
+ * drained in order before any locked operation of the shard.  The drain
+ * makes the hits' TinyLFU records (BP-Wrapper: one thread records a batch,
+ * its sketch lines prefetched together, rather than every reader its own),
+ * but for the keys the adaptation watches, whose records are their
+ * callers' (adapt.h).  A shard's contests compare two of its keys, so they
+ * follow every earlier hit of both.
+ *
+ * Policy (Einziger, Eden, Friedman, Manes, "Adaptive Software Cache
+ * Management", Middleware 2018; Caffeine's BoundedLocalCache): policy.c,
+ * single-threaded, run here under the mutex.  New keys enter the window;
+ * its overflow contests probation's LRU victim; a probation hit is
+ * promoted to protected.  Plain LRU is a window of everything; LRU +
+ * TinyLFU a window of 0 and no protected segment.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "cache/shard.h"
+#include "hash.h"
+#include "minisim.h"
+#include "tinylfu_internal.h"
+
+#define PROTECTED_PERCENT 80        /* protected share of main (Caffeine) */
+
+/* A buffered event: a read's hit (the entry), a read's miss (0), or, the
+ * entry's address | EV_RECORD, a hit a locked call applied itself whose
+ * TinyLFU record waits its turn among the reads'. */
+#define EV_RECORD ((uintptr_t)1)
+_Static_assert(_Alignof(struct entry) > EV_RECORD, "EV_RECORD is a free bit");
+
+uint64_t
+shard_hash(const struct admit_lru *c, const void *key, size_t klen)
+{
+	return c->tlfu ? admit_tinylfu_hash(c->tlfu, key, klen)
+	               : admit_hash(key, klen, c->seed);
+}
+
+static inline uint64_t
+weight_of(const struct admit_lru *c, const struct entry *e)
+{
+	return c->by_bytes ? admit_entry_charge(e->klen, e->vlen) : 1;
+}
+
+static inline bool over_capacity(const struct shard *s) ADMIT_REQUIRES(s->mu);
+static inline bool
+over_capacity(const struct shard *s)
+{
+	return (s->max_entries && s->entries > s->max_entries) ||
+	       (s->max_bytes && s->bytes > s->max_bytes);
+}
+
+/* ---- the drain ------------------------------------------------------------ */
+
+/* Whether the drain makes the TinyLFU record of a hit on e.  A dead
+ * entry's hash is still readable: no slot names a freed entry. */
+static inline bool
+drain_records(const struct admit_lru *c, const struct entry *e)
+{
+	return e && c->tlfu && !admit_adapt_caller_records(c->adapt, e->hash);
+}
+
+/* Applies n events in order: in two passes, the first starting the cache
+ * misses of all of them at once (the entries' list neighbours, the
+ * sketch's lines), the second applying them. */
+static void apply_events(void *ctx, const uintptr_t *ev, size_t n) ADMIT_NO_TS;
+static void
+apply_events(void *ctx, const uintptr_t *ev, size_t n)
+{
+	struct shard *s = ctx;
+	struct admit_lru *c = s->c;
+
+	for (size_t i = 0; i < n; i++) {
+		struct entry *e = (struct entry *)(ev[i] & ~EV_RECORD);
+
+		if (e && !(ev[i] & EV_RECORD) && !e->dead) {
+			__builtin_prefetch(e->node.prev, 1);
+			__builtin_prefetch(e->node.next, 1);
+		}
+		if (drain_records(c, e))
+			tinylfu_prefetch_hash(c->tlfu, e->hash);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct entry *e = (struct entry *)(ev[i] & ~EV_RECORD);
+
+		if (!(ev[i] & EV_RECORD)) {
+			if (e && !e->dead)
+				admit_policy_hit(&s->pol, &e->node);
+			if (e)
+				s->st.hits++;
+			else
+				s->st.misses++;
+		}
+		if (drain_records(c, e))
+			admit_tinylfu_record_hash(c->tlfu, e->hash);
+	}
+}
+
+static void drain_locked(struct shard *s) ADMIT_REQUIRES(s->mu);
+static void
+drain_locked(struct shard *s)
+{
+	admit_readbuf_drain(&s->rb, apply_events, s);
+}
+
+/* ---- maintenance ---------------------------------------------------------- */
+
+static void expire_one(void *ctx, struct entry *e) ADMIT_NO_TS;
+static void
+expire_one(void *ctx, struct entry *e)
+{
+	struct shard *s = ctx;
+
+	shard_remove_locked(s, e);
+	s->st.expired++;
+}
+
+static void maintain_locked(struct shard *s) ADMIT_REQUIRES(s->mu);
+static void
+maintain_locked(struct shard *s)
+{
+	struct admit_lru *c = s->c;
+
+	drain_locked(s);
+	admit_reclaim_collect_locked(&s->rec);
+	if (c->adapt) {
+		unsigned k = c->adapt->ops->current(c->adapt);
+
+		if (k != s->config) {
+			s->config = k;
+			admit_policy_configure(&s->pol, &admit_minisim_configs[k]);
+		}
+	}
+	if (admit_expiry_advance_locked(&s->exp, &c->clock, expire_one, s))
+		admit_reclaim_flush_locked(&s->rec);
+	if (over_capacity(s))
+		admit_policy_evict(&s->pol);
+}
+
+void
+shard_lock(struct shard *s)
+{
+	admit_mutex_lock(&s->mu);
+	maintain_locked(s);
+}
+
+void
+shard_note_access(struct shard *s, struct entry *e)
+{
+	uintptr_t ev = (uintptr_t)e;
+
+	if (admit_readbuf_push(admit_readbuf_mine(&s->rb), ev))
+		return;
+	/* As if pushed and drained at once. */
+	shard_lock(s);
+	apply_events(s, &ev, 1);
+	shard_unlock(s);
+}
+
+void
+shard_record_locked(struct shard *s, uint64_t h, struct entry *e)
+{
+	struct admit_lru *c = s->c;
+	uintptr_t ev = (uintptr_t)e | EV_RECORD;
+
+	if (!c->tlfu)
+		return;
+	if (!e || admit_adapt_caller_records(c->adapt, h)) {
+		admit_tinylfu_record_hash(c->tlfu, h);
+		return;
+	}
+	/* e is live: its batch cannot be freed before the head passes this
+	 * slot, as for a read's push. */
+	if (admit_readbuf_push(admit_readbuf_mine(&s->rb), ev))
+		return;
+	drain_locked(s);  /* full: what a read would find drained */
+	if (!admit_readbuf_push(admit_readbuf_mine(&s->rb), ev))
+		admit_tinylfu_record_hash(c->tlfu, h);
+}
+
+/* ---- changes under the mutex ---------------------------------------------- */
+
+/* Unlinks e (already out of the policy's lists) from the index; frees it
+ * after a grace period. */
+static void unindex_locked(struct shard *s, struct entry *e) ADMIT_REQUIRES(s->mu);
+static void
+unindex_locked(struct shard *s, struct entry *e)
+{
+	admit_index_remove_locked(&s->ix, e);
+	s->entries--;
+	s->bytes -= admit_entry_charge(e->klen, e->vlen);
+	admit_expiry_remove_locked(e);
+	admit_reclaim_retire_locked(&s->rec, e);
+}
+
+void
+shard_remove_locked(struct shard *s, struct entry *e)
+{
+	admit_policy_remove(&s->pol, &e->node);
+	unindex_locked(s, e);
+}
+
+struct entry *
+shard_find_live_locked(struct shard *s, uint64_t h, const void *key,
+                       size_t klen, _Atomic(struct entry *) **where)
+{
+	struct entry *e = admit_index_find_locked(&s->ix, h, key, klen, where);
+
+	if (e && admit_expiry_expired(&s->c->clock, e)) {
+		shard_remove_locked(s, e);
+		s->st.expired++;
+		e = admit_index_find_locked(&s->ix, h, key, klen, where);
+	}
+	return e;
+}
+
+bool
+shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
+                   _Atomic(struct entry *) *where)
+{
+	size_t charge = admit_entry_charge(e->klen, e->vlen);
+	bool kept;
+
+	s->fresh = e;
+	if (old) {
+		admit_index_replace_locked(where, old, e);
+		admit_policy_replace(&s->pol, &old->node, &e->node);
+		s->bytes += charge;
+		s->bytes -= admit_entry_charge(old->klen, old->vlen);
+		admit_expiry_remove_locked(old);
+		admit_reclaim_retire_locked(&s->rec, old);
+		admit_policy_hit(&s->pol, &e->node);
+		/* A grown value may put the shard over capacity. */
+		admit_policy_evict(&s->pol);
+	} else {
+		admit_index_insert_locked(where, e);
+		s->entries++;
+		s->bytes += charge;
+		admit_policy_insert(&s->pol, &e->node);
+	}
+	kept = s->fresh != NULL;
+	s->fresh = NULL;
+	admit_index_grow_locked(&s->ix, s->entries);
+	admit_reclaim_flush_locked(&s->rec);
+	return kept;
+}
+
+void
+shard_stats_locked(struct shard *s, struct admit_lru_stats *sum)
+{
+	sum->hits += s->st.hits;
+	sum->misses += s->st.misses;
+	sum->admitted += s->pol.admitted;
+	sum->rejected += s->pol.rejected;
+	sum->evicted += s->pol.evicted;
+	sum->expired += s->st.expired;
+	sum->entries += s->entries;
+	sum->bytes += s->bytes;
+	sum->window += admit_policy_window(&s->pol);
+}
+
+struct entry *
+shard_entry_new(uint64_t h, const void *key, size_t klen, size_t vlen,
+                bool timer)
+{
+	struct entry *e = admit_malloc(admit_expiry_entry_size(klen, vlen, timer));
+
+	if (!e)
+		return NULL;
+	e->hash = h;
+	e->klen = klen;
+	e->vlen = vlen;
+	e->dead = false;
+	e->timed = false;
+	if (klen)
+		memcpy(e->data, key, klen);
+	return e;
+}
+
+/* ---- the policy's hooks (policy.h), called under the mutex ---------------- */
+
+static uint64_t
+op_weight(void *ctx, const struct admit_policy_node *n)
+{
+	const struct shard *s = ctx;
+
+	return weight_of(s->c, admit_entry_of(n));
+}
+
+static bool op_over(void *ctx) ADMIT_NO_TS;
+static bool
+op_over(void *ctx)
+{
+	return over_capacity(ctx);
+}
+
+/* TinyLFU's contest, on the hashes the index already holds. */
+static bool
+op_admit(void *ctx, const struct admit_policy_node *cand,
+         const struct admit_policy_node *victim)
+{
+	const struct shard *s = ctx;
+
+	return admit_tinylfu_admit_hash(s->c->tlfu, admit_entry_of(cand)->hash,
+	                                admit_entry_of(victim)->hash);
+}
+
+/* The policy dropped n for room: out of the index, freed after a grace
+ * period; a set learns that its own entry went. */
+static void op_drop(void *ctx, struct admit_policy_node *n, bool rejected)
+	ADMIT_NO_TS;
+static void
+op_drop(void *ctx, struct admit_policy_node *n, bool rejected)
+{
+	struct shard *s = ctx;
+	struct entry *e = admit_entry_of(n);
+
+	(void)rejected;
+	if (e == s->fresh)
+		s->fresh = NULL;
+	unindex_locked(s, e);
+}
+
+static const struct admit_policy_ops shard_ops = {
+	.weight = op_weight, .over = op_over, .admit = op_admit, .drop = op_drop,
+};
+
+/* ---- life ----------------------------------------------------------------- */
+
+/* The policy configuration a shard starts with. */
+static struct admit_policy_config
+start_config(enum admit_lru_policy policy, unsigned window_percent)
+{
+	switch (policy) {
+	case ADMIT_LRU_PLAIN:
+		return (struct admit_policy_config){ 100, 0, false, false };
+	case ADMIT_LRU_TINYLFU:
+		return (struct admit_policy_config){ 0, 0, true, false };
+	case ADMIT_LRU_ADAPTIVE:
+		return admit_minisim_configs[ADMIT_MINISIM_START];
+	default:
+		return (struct admit_policy_config){ window_percent,
+		                                     PROTECTED_PERCENT, true, false };
+	}
+}
+
+static uint64_t
+part(uint64_t total, unsigned n, unsigned i)
+{
+	return total / n + (i < total % n);
+}
+
+enum admit_status
+shard_init(struct admit_lru *c, struct shard *s, const struct admit_lru_config *cfg,
+           unsigned i, unsigned window_percent)
+{
+	struct admit_policy_config pc = start_config(c->policy, window_percent);
+
+	s->c = c;
+	s->max_entries = part(cfg->capacity, c->nshards, i);
+	s->max_bytes = part(cfg->capacity_bytes, c->nshards, i);
+	s->config = ADMIT_MINISIM_START;
+	admit_policy_init(&s->pol, &shard_ops, s,
+	                  c->by_bytes ? s->max_bytes : s->max_entries,
+	                  !c->by_bytes, &pc);
+	admit_readbuf_init(&s->rb);
+	admit_reclaim_init(&s->rec, &s->rb, &c->pending);
+	if (admit_index_init(&s->ix, s->max_entries, &c->pending) != ADMIT_OK)
+		return ADMIT_NOMEM;
+	if (!admit_mutex_init(&s->mu)) {
+		admit_index_destroy(&s->ix);
+		return ADMIT_NOMEM;
+	}
+	return ADMIT_OK;
+}
+
+void
+shard_destroy(struct shard *s)
+{
+	for (int k = 0; k < ADMIT_SEG_COUNT; k++) {
+		struct admit_policy_node *n, *nn, *h = &s->pol.seg[k];
+
+		for (n = h->next; n != h; n = nn) {
+			nn = n->next;
+			admit_free(admit_entry_of(n));
+		}
+	}
+	admit_reclaim_destroy(&s->rec);
+	admit_expiry_destroy(&s->exp);
+	admit_index_destroy(&s->ix);
+	admit_mutex_destroy(&s->mu);
+}

@@ -1,0 +1,186 @@
+/*
+ * Unit tests for the cache's index (src/cache/index.h): inserted keys are
+ * found and absent ones are not, a replaced entry gives way whole, a removed
+ * one is gone, a grow keeps every key, and readers running while a writer
+ * grows and inserts find every key present before they started.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "cache/index.h"
+#include "rcu.h"
+#include "testutil.h"
+
+static _Atomic uint64_t pending;
+
+static struct entry *
+entry(uint64_t i)
+{
+	uint64_t k = test_key(i);
+	struct entry *e = calloc(1, sizeof(*e) + sizeof(k));
+
+	ck_assert_ptr_nonnull(e);
+	/* Few hash bits, so chains hold several keys. */
+	e->hash = prng_mix(k) & 0xff0000ffull;
+	e->klen = sizeof(k);
+	memcpy(e->data, &k, sizeof(k));
+	return e;
+}
+
+static void
+insert(struct admit_index *ix, struct entry *e)
+{
+	_Atomic(struct entry *) *p;
+
+	ck_assert_ptr_null(admit_index_find_locked(ix, e->hash, e->data, e->klen,
+	                                           &p));
+	admit_index_insert_locked(p, e);
+}
+
+static struct entry *
+read_key(struct admit_index *ix, const struct entry *like, uint64_t i)
+{
+	uint64_t k = test_key(i);
+	struct entry *e;
+
+	admit_rcu_read_lock();
+	while (!admit_index_read(ix, like ? like->hash : prng_mix(k) & 0xff0000ffull,
+	                         &k, sizeof(k), &e))
+		;
+	admit_rcu_read_unlock();
+	return e;
+}
+
+START_TEST(test_find_replace_remove)
+{
+	enum { N = 1000 };
+	struct admit_index ix;
+	struct entry *e[N], *r;
+	_Atomic(struct entry *) *p;
+
+	ck_assert_int_eq(admit_index_init(&ix, N, &pending), ADMIT_OK);
+	for (uint64_t i = 0; i < N; i++)
+		insert(&ix, e[i] = entry(i));
+	for (uint64_t i = 0; i < N; i++)
+		ck_assert_ptr_eq(read_key(&ix, e[i], i), e[i]);
+	for (uint64_t i = N; i < 2 * N; i++)
+		ck_assert_ptr_null(read_key(&ix, NULL, i));
+	/* Replace key 7, remove key 8. */
+	r = entry(7);
+	ck_assert_ptr_eq(admit_index_find_locked(&ix, r->hash, r->data, r->klen,
+	                                         &p), e[7]);
+	admit_index_replace_locked(p, e[7], r);
+	ck_assert_ptr_eq(read_key(&ix, r, 7), r);
+	admit_index_remove_locked(&ix, e[8]);
+	ck_assert_ptr_null(read_key(&ix, e[8], 8));
+	for (uint64_t i = 0; i < N; i++)
+		if (i != 7 && i != 8)
+			ck_assert_ptr_eq(read_key(&ix, e[i], i), e[i]);
+	admit_index_destroy(&ix);
+	for (uint64_t i = 0; i < N; i++)
+		free(e[i]);
+	free(r);
+}
+END_TEST
+
+START_TEST(test_grow)
+{
+	enum { N = 5000 };
+	struct admit_index ix;
+	struct entry **e = calloc(N, sizeof(*e));
+	struct tally lost = TALLY_INIT;
+
+	ck_assert_int_eq(admit_index_init(&ix, 0, &pending), ADMIT_OK);
+	ck_assert_uint_eq(admit_index_buckets(&ix), 64);
+	for (uint64_t i = 0; i < N; i++) {
+		insert(&ix, e[i] = entry(i));
+		admit_index_grow_locked(&ix, i + 1);
+	}
+	ck_assert_uint_ge(admit_index_buckets(&ix), N);
+	ck_assert_uint_lt(admit_index_buckets(&ix), 2 * N);
+	for (uint64_t i = 0; i < N; i++)
+		tally(&lost, read_key(&ix, e[i], i) == e[i], i);
+	ck_assert_tally(lost, "keys lost by a grow");
+	admit_rcu_barrier();
+	ck_assert_uint_eq(atomic_load(&pending), 0);
+	admit_index_destroy(&ix);
+	for (uint64_t i = 0; i < N; i++)
+		free(e[i]);
+	free(e);
+}
+END_TEST
+
+/* Readers look up the first half's keys while the writer inserts the
+ * second half, growing as it goes: a reader that missed while a grow moved
+ * chains must be told to retry, never answer a false miss. */
+enum { HALF = 20000, READERS = 2 };
+static struct admit_index shared;
+static struct entry *shared_e[2 * HALF];
+static _Atomic bool writing;
+
+static void *
+reader(void *arg)
+{
+	struct tally *lost = arg;
+	uint64_t i = 0;
+
+	while (atomic_load(&writing)) {
+		uint64_t k = i % HALF;
+
+		tally(lost, read_key(&shared, shared_e[k], k) == shared_e[k], k);
+		i++;
+	}
+	return NULL;
+}
+
+START_TEST(test_readers_during_grow)
+{
+	pthread_t t[READERS];
+	struct tally lost[READERS];
+
+	ck_assert_int_eq(admit_index_init(&shared, 0, &pending), ADMIT_OK);
+	for (uint64_t i = 0; i < 2 * HALF; i++)
+		shared_e[i] = entry(i);
+	for (uint64_t i = 0; i < HALF; i++) {
+		insert(&shared, shared_e[i]);
+		admit_index_grow_locked(&shared, i + 1);
+	}
+	atomic_store(&writing, true);
+	for (int r = 0; r < READERS; r++) {
+		lost[r] = (struct tally)TALLY_INIT;
+		ck_assert_int_eq(pthread_create(&t[r], NULL, reader, &lost[r]), 0);
+	}
+	for (uint64_t i = HALF; i < 2 * HALF; i++) {
+		insert(&shared, shared_e[i]);
+		admit_index_grow_locked(&shared, i + 1);
+	}
+	atomic_store(&writing, false);
+	for (int r = 0; r < READERS; r++) {
+		pthread_join(t[r], NULL);
+		ck_assert_tally(lost[r], "false misses during a grow");
+	}
+	admit_rcu_barrier();
+	admit_index_destroy(&shared);
+	for (uint64_t i = 0; i < 2 * HALF; i++)
+		free(shared_e[i]);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("cache_index");
+	TCase *tc = tcase_create("index");
+
+	tcase_add_test(tc, test_find_replace_remove);
+	tcase_add_test(tc, test_grow);
+	tcase_add_test(tc, test_readers_during_grow);
+	suite_add_tcase(s, tc);
+	return test_run(srunner_create(s));
+}
