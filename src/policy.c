@@ -231,12 +231,10 @@ demote_protected_overflow(struct admit_policy *p)
  * Into LIRS, every entry becomes LIR, coldest at the bottom of S:
  * probation's entries under protected's, the window's on top; then LIR's
  * surplus (probation's coldest) goes to Q as LIRS's bounds say.  Leaving
- * probation and the window as resident HIR blocks instead would make Q,
- * evicted first in first out, hold most of the cache, and LIR grow only
- * by Q's hits: on mixed loops (multi2 at 1000, 9,000 requests in, the
- * window's share 20 %) the next 1,250 requests hit 32.6 % that way,
- * against 60.0 % for a LIRS that ran from the start.  O(entries in
- * probation and the window).
+ * probation and the window in Q instead would make Q, evicted first in
+ * first out, hold most of the cache, and LIR grow only by Q's hits: on
+ * mixed loops, a pass of FIFO (doc/hit-ratio.md).  O(entries in probation
+ * and the window).
  */
 static void
 to_lirs(struct admit_policy *p)
@@ -285,10 +283,9 @@ admit_policy_configure(struct admit_policy *p, const struct admit_policy_config 
 }
 
 /* LIRS: a block enters LIR while LIR has room in a cache not yet full
- * (the cold start; after a switch from W-TinyLFU, LIR grows by hits
- * only), or when
- * its ghost is still in S (a non-resident HIR block reused within the
- * LIR blocks' recency); else it is a resident HIR block at Q's tail. */
+ * (the cold start), or when its ghost is still in S (a non-resident HIR
+ * block reused within the LIR blocks' recency); else it is a resident HIR
+ * block at Q's tail. */
 static void
 lirs_insert(struct admit_policy *p, struct admit_policy_node *n)
 {
@@ -321,8 +318,8 @@ admit_policy_insert(struct admit_policy *p, struct admit_policy_node *n)
 /* LIRS: a LIR block goes to the top of S (pruning is implicit: the bottom
  * is protected's LRU end); a resident HIR block reused within S becomes
  * LIR and the bottom LIR block moves to Q's tail; else it stays HIR, at
- * Q's tail.  While LIR has room (after a switch from W-TinyLFU, whose
- * protected bound is lower), any reused block becomes LIR. */
+ * Q's tail.  While LIR has room (a delete made some), any reused block
+ * becomes LIR. */
 static void
 lirs_hit(struct admit_policy *p, struct admit_policy_node *n)
 {

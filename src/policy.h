@@ -119,8 +119,7 @@ void admit_policy_init(struct admit_policy *p, const struct admit_policy_ops *op
 
 /* Gives p a table of ghosts for evicted keys: the smallest power of two
  * of 8-byte slots at least entries (at least 16), direct-mapped by hash (a
- * newer ghost takes an older one's slot; a table half that size cost
- * multi2, multi3 and gli up to 2 points); ops->hash must be set.  False when out of memory (p then
+ * newer ghost takes an older one's slot); ops->hash must be set.  False when out of memory (p then
  * runs without ghosts: LIRS forgets evicted keys at once). */
 bool admit_policy_ghosts(struct admit_policy *p, uint64_t entries);
 
