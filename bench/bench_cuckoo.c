@@ -8,9 +8,9 @@
  * contains_many, in Mops/s, the median of --reps repetitions.  The keys of
  * every timed phase are drawn into arrays before the clock starts, as a user
  * holds the keys they look up.  Baselines:
- *   textbook     the single-threaded cuckoo filter of the CoNEXT 2014 paper
- *                (textbook.h), 1 thread only; its contains_many row is 16
- *                single lookups;
+ *   reference    the CoNEXT 2014 authors' cuckoo filter (refcf_set.cc, from
+ *                ../shared when configure found it), 1 thread only; its
+ *                contains_many row is 16 single lookups;
  *   admit-inline the same filter, lookups by admit_cuckoo_contains_inline()
  *                (admit/cuckoo_inline.h), the rest by the library;
  *   admit-mutex  the same filter behind one global pthread_mutex;
@@ -45,15 +45,21 @@
 
 #include "hash.h"
 #include "sets.h"
-#include "textbook.h"
 
 /* ---- what is measured --------------------------------------------------- */
 
-enum kind { S_ADMIT, S_TEXTBOOK, S_INLINE, S_MUTEX, S_BLOOM, S_LFHT,
-            S_LCUCKOO, NKIND };
-static const char *kind_name[NKIND] = { "admit", "textbook", "admit-inline",
+enum kind { S_ADMIT, S_REF, S_INLINE, S_MUTEX, S_BLOOM, S_LFHT, S_LCUCKOO,
+            NKIND };
+static const char *kind_name[NKIND] = { "admit", "reference", "admit-inline",
                                         "admit-mutex", "bloom", "lfht",
                                         "libcuckoo" };
+
+/* The single-threaded filter: measured on 1 thread only. */
+static bool
+single_threaded(enum kind k)
+{
+	return k == S_REF;
+}
 
 enum op { OP_INSERT, OP_POS, OP_NEG, OP_MIXED, OP_DELETE, OP_MANY,
           OP_INSERT_MANY, NOPS };
@@ -78,6 +84,7 @@ static struct {
 	int nthreads, nloads;
 	unsigned threads[MAX_LIST];
 	unsigned loads[MAX_LIST];
+	bool keep;
 	bool want[NKIND];
 } opt = {
 	.n = 16u << 20, .bits = 16, .seconds = 0.2, .seed = 42, .reps = 5,
@@ -184,7 +191,7 @@ struct subject {
 	struct bench_bloom *bloom;
 	struct bench_lfht *lfht;
 	struct bench_lcuckoo *lc;
-	struct bench_textbook *tb;
+	struct bench_ref *ref;
 	uint64_t seed;
 };
 
@@ -223,11 +230,13 @@ subject_new(struct subject *s, enum kind kind, uint64_t seed)
 		if (!s->bloom)
 			die("bloom: out of memory");
 		break;
-	case S_TEXTBOOK:
-		/* Sized for the most items any load point puts in. */
-		if (!(s->tb = bench_textbook_new(items_at(opt.nloads - 1),
-		                                 opt.bits, seed)))
-			die("textbook: out of memory");
+	case S_REF:
+#ifdef HAVE_REFCF
+		/* Sized by its own constructor for the most items any load
+		 * point puts in: 2^k buckets, doubled past 96 % load. */
+		if (!(s->ref = bench_ref_new(items_at(opt.nloads - 1), opt.bits)))
+			die("reference: out of memory");
+#endif
 		break;
 	case S_LFHT:
 		if (!(s->lfht = bench_lfht_new(opt.n)))
@@ -250,7 +259,9 @@ subject_free(struct subject *s)
 	admit_cuckoo_free(s->f);
 	bench_bloom_free(s->bloom);
 	bench_lfht_free(s->lfht);
-	bench_textbook_free(s->tb);
+#ifdef HAVE_REFCF
+	bench_ref_free(s->ref);
+#endif
 #ifdef HAVE_LIBCUCKOO
 	bench_lcuckoo_free(s->lc);
 #endif
@@ -264,9 +275,9 @@ supports(enum kind k, enum op o)
 	if (k == S_INLINE)
 		return o == OP_POS || o == OP_NEG;
 	if (o == OP_MANY)
-		return k == S_ADMIT || k == S_MUTEX || k == S_TEXTBOOK;
+		return k == S_ADMIT || k == S_MUTEX || single_threaded(k);
 	if (o == OP_INSERT_MANY)
-		return k == S_ADMIT || k == S_TEXTBOOK;
+		return k == S_ADMIT || single_threaded(k);
 	if (o == OP_DELETE || o == OP_MIXED)
 		return k != S_BLOOM;
 	return true;
@@ -286,8 +297,10 @@ s_insert(struct subject *s, uint64_t key)
 		ok = admit_cuckoo_insert(s->f, &key, sizeof(key)) == ADMIT_OK;
 		pthread_mutex_unlock(&s->mu);
 		return ok;
-	case S_TEXTBOOK:
-		return bench_textbook_insert(s->tb, key);
+	case S_REF:
+#ifdef HAVE_REFCF
+		return bench_ref_insert(s->ref, key);
+#endif
 	case S_BLOOM:
 		bench_bloom_add(s->bloom, hash_of(s, key));
 		return true;
@@ -317,8 +330,10 @@ s_contains(struct subject *s, uint64_t key)
 		ok = admit_cuckoo_contains(s->f, &key, sizeof(key));
 		pthread_mutex_unlock(&s->mu);
 		return ok;
-	case S_TEXTBOOK:
-		return bench_textbook_contains(s->tb, key);
+	case S_REF:
+#ifdef HAVE_REFCF
+		return bench_ref_contains(s->ref, key);
+#endif
 	case S_BLOOM:
 		return bench_bloom_contains(s->bloom, hash_of(s, key));
 	case S_LFHT:
@@ -346,8 +361,10 @@ s_delete(struct subject *s, uint64_t key)
 		ok = admit_cuckoo_delete(s->f, &key, sizeof(key)) == ADMIT_OK;
 		pthread_mutex_unlock(&s->mu);
 		return ok;
-	case S_TEXTBOOK:
-		return bench_textbook_delete(s->tb, key);
+	case S_REF:
+#ifdef HAVE_REFCF
+		return bench_ref_delete(s->ref, key);
+#endif
 	case S_LFHT:
 		return bench_lfht_delete(s->lfht, hash_of(s, key));
 	case S_LCUCKOO:
@@ -359,8 +376,9 @@ s_delete(struct subject *s, uint64_t key)
 	}
 }
 
-/* MANY lookups of the keys kp[0..MANY) (pointers to 8-byte keys); returns
- * the hits.  The textbook filter has no batch call: 16 single lookups. */
+/* MANY lookups of the keys kp[0..MANY) (pointers to 8-byte keys, which
+ * lie in one array); returns the hits.  The reference has no batch call:
+ * 16 single lookups. */
 static inline unsigned
 s_many(struct subject *s, const void *const *kp)
 {
@@ -369,12 +387,10 @@ s_many(struct subject *s, const void *const *kp)
 	bool out[MANY];
 	unsigned hits = 0;
 
-	if (s->kind == S_TEXTBOOK) {
-		for (int j = 0; j < MANY; j++)
-			hits += bench_textbook_contains(s->tb,
-			                                *(const uint64_t *)kp[j]);
-		return hits;
-	}
+#ifdef HAVE_REFCF
+	if (s->kind == S_REF)
+		return (unsigned)bench_ref_contains_pass(s->ref, kp[0], MANY);
+#endif
 	if (s->kind == S_MUTEX)
 		pthread_mutex_lock(&s->mu);
 	admit_cuckoo_contains_many(s->f, MANY, kp, lens, out);
@@ -429,6 +445,40 @@ prepare(struct job *j)
 	}
 }
 
+/* Lookups of keys[0..n): one tight loop per structure, as a user's loop
+ * over an array of keys would be, with no dispatch between the calls.  The
+ * admit rows call the shared library; admit-inline looks up through a copy
+ * of the view in a local (cuckoo_inline.h); the reference's loop is in
+ * refcf_set.cc, beside its header, so that its lookup is inlined. */
+static uint64_t
+lookup_pass(struct subject *s, const uint64_t *keys, size_t n)
+{
+	const struct admit_cuckoo *f = s->f;
+	uint64_t hits = 0;
+
+	switch (s->kind) {
+	case S_ADMIT:
+		for (size_t i = 0; i < n; i++)
+			hits += admit_cuckoo_contains(f, &keys[i], 8);
+		return hits;
+	case S_INLINE: {
+		struct admit_cuckoo_view view = admit_cuckoo_view_of(f);
+
+		for (size_t i = 0; i < n; i++)
+			hits += admit_cuckoo_view_contains(&view, f, &keys[i], 8);
+		return hits;
+	}
+#ifdef HAVE_REFCF
+	case S_REF:
+		return bench_ref_contains_pass(s->ref, keys, n);
+#endif
+	default:
+		for (size_t i = 0; i < n; i++)
+			hits += s_contains(s, keys[i]);
+		return hits;
+	}
+}
+
 static void
 run_timed(struct job *j)
 {
@@ -436,23 +486,18 @@ run_timed(struct job *j)
 	const uint64_t *keys = j->keys;
 	uint64_t ins = 0, del = 0;
 	size_t x = 0;
-	struct admit_cuckoo_view view = { 0 };
-
-	if (s->kind == S_INLINE)
-		view = admit_cuckoo_view_of(s->f);
 
 	/* relaxed: a flag polled every 256 operations; it orders nothing. */
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		if (j->op == OP_POS || j->op == OP_NEG) {
+			/* RING is a multiple of 256. */
+			j->hits += lookup_pass(s, keys + x, 256);
+			x = (x + 256) % RING;
+			j->ops += 256;
+			continue;
+		}
 		for (int b = 0; b < 256; b++) {
 			switch (j->op) {
-			case OP_POS:
-			case OP_NEG:
-				/* admit-inline: through a copy of the view in a
-				 * local, as a user's loop would (cuckoo_inline.h). */
-				j->hits += s->kind == S_INLINE
-				           ? admit_cuckoo_view_contains(&view, s->f, &keys[x], 8)
-				           : s_contains(s, keys[x]);
-				break;
 			case OP_MANY:
 				j->hits += s_many(s, j->kp + x);
 				j->ops += MANY - 1;
@@ -614,12 +659,22 @@ measure(enum kind k, int ti, int rep)
 	uint64_t prev = 0, hits, fails, ops;
 	double ins_time = 0;
 
-	subject_new(&s, k, opt.seed + (uint64_t)rep);
+	/* --keep: each structure is built and filled once, by its first
+	 * measurement, and later ones only look up (one load point); the
+	 * delete and mixed rows, which write, are left out. */
+	static struct subject kept[NKIND];
+	static bool have_kept[NKIND];
+	bool reuse = opt.keep && have_kept[k];
+
+	if (reuse)
+		s = kept[k];
+	else
+		subject_new(&s, k, opt.seed + (uint64_t)rep);
 	for (int li = 0; li < opt.nloads; li++) {
 		uint64_t items = items_at(li), d;
 		double (*r)[MAX_REPS] = results[k][ti][li];
 
-		if (items > prev) {
+		if (!reuse && items > prev) {
 			double mops = run(&s, OP_INSERT, nt, prev, items, 0, li,
 			                  &hits, &fails, NULL);
 
@@ -627,10 +682,14 @@ measure(enum kind k, int ti, int rep)
 			insert_failures[k] += fails;
 			prev = items;
 		}
-		r[OP_INSERT][rep] = k == S_INLINE ? NAN : items / ins_time;
+		r[OP_INSERT][rep] = k == S_INLINE || reuse ? NAN : items / ins_time;
 		for (enum op o = OP_POS; o < NOPS; o++) {
 			if (!supports(k, o) || o == OP_INSERT_MANY)
 				continue;
+			if (opt.keep && (o == OP_DELETE || o == OP_MIXED)) {
+				r[o][rep] = NAN;
+				continue;
+			}
 			if (o == OP_DELETE) {
 				/* Delete the last sixteenth, then put it back. */
 				d = items - items / 16;
@@ -653,16 +712,18 @@ measure(enum kind k, int ti, int rep)
 		if (k == S_ADMIT || k == S_MUTEX || k == S_BLOOM)
 			bytes_at[k][li] = k == S_BLOOM ? bench_bloom_memory(s.bloom)
 			                               : admit_cuckoo_memory(s.f);
-		if (k == S_TEXTBOOK)
-			bytes_at[k][li] = bench_textbook_memory(s.tb);
+#ifdef HAVE_REFCF
+		if (k == S_REF)
+			bytes_at[k][li] = bench_ref_memory(s.ref);
+#endif
 	}
-	if (k == S_TEXTBOOK)
+	if (single_threaded(k))
 		/* It has no batch insert: its one-at-a-time fill is what
 		 * insert_many is compared with. */
 		for (int li = 0; li < opt.nloads; li++)
 			results[k][ti][li][OP_INSERT_MANY][rep] =
 				results[k][ti][li][OP_INSERT][rep];
-	if (k == S_ADMIT && ti == 0 && rep == 0) {
+	if (k == S_ADMIT && ti == 0 && rep == 0 && !opt.keep) {
 		/* Keep inserting until the filter says full. */
 		uint64_t i = prev;
 
@@ -670,8 +731,15 @@ measure(enum kind k, int ti, int rep)
 			i++;
 		max_load = (double)admit_cuckoo_size(s.f) / admit_cuckoo_slots(s.f);
 	}
-	subject_free(&s);
-	if (k == S_ADMIT) {
+	if (opt.keep) {
+		kept[k] = s;
+		have_kept[k] = true;
+	} else {
+		subject_free(&s);
+	}
+	for (int li = 0; reuse && li < opt.nloads; li++)
+		results[k][ti][li][OP_INSERT_MANY][rep] = NAN;
+	if (k == S_ADMIT && !reuse) {
 		/* A second filter, filled by admit_cuckoo_insert_many(). */
 		struct subject b;
 
@@ -844,9 +912,16 @@ static double
 med(enum kind k, int ti, int li, enum op o)
 {
 	if (!opt.want[k] || !supports(k, o) ||
-	    (k == S_TEXTBOOK && opt.threads[ti] != 1))
+	    (single_threaded(k) && opt.threads[ti] != 1))
 		return NAN;
-	return bench_median(results[k][ti][li][o], reps_done);
+	/* Over the repetitions that measured it (--keep fills once). */
+	double v[MAX_REPS];
+	int n = 0;
+
+	for (int rep = 0; rep < reps_done; rep++)
+		if (!isnan(results[k][ti][li][o][rep]))
+			v[n++] = results[k][ti][li][o][rep];
+	return n ? bench_median(v, n) : NAN;
 }
 
 static double
@@ -925,8 +1000,11 @@ cell(int width, double v)
 static void
 print_table(const double lim[2][2])
 {
-	static const enum kind base[] = { S_TEXTBOOK, S_MUTEX, S_BLOOM, S_LFHT,
+	static const enum kind base[] = { S_REF, S_MUTEX, S_BLOOM, S_LFHT,
 	                                  S_LCUCKOO };
+	static const char *const short_name[NKIND] = {
+		[S_REF] = "ref", [S_MUTEX] = "mutex",
+		[S_BLOOM] = "bloom", [S_LFHT] = "lfht", [S_LCUCKOO] = "lcuckoo" };
 	enum kind inl = S_INLINE;
 	enum { NBASE = sizeof(base) / sizeof(base[0]) };
 
@@ -935,10 +1013,15 @@ print_table(const double lim[2][2])
 	       (unsigned long long)opt.n, (unsigned long long)slots, opt.bits,
 	       reps_done, opt.seconds, (unsigned long long)opt.seed,
 	       opt.cpu_clock ? "cpu" : "wall", ncpu);
-	printf("(textbook: 1 thread only; its contains_many is 16 single lookups)\n");
-	printf("\n%-3s %-4s %-13s %8s %8s %8s %8s %8s %8s %8s  | admit / %-35s | inline/textbk\n",
-	       "thr", "load", "op", "admit", "textbook", "mutex", "bloom", "lfht",
-	       "lcuckoo", "inline", "textbk   mutex   bloom    lfht lcuckoo");
+	printf("(ref = the CoNEXT 2014 authors' filter: 1 thread only; its "
+	       "contains_many is 16 single lookups, its insert_many its inserts)\n");
+	printf("\n%-3s %-4s %-13s %8s", "thr", "load", "op", "admit");
+	for (int b = 0; b < NBASE; b++)
+		printf(" %8s", short_name[base[b]]);
+	printf(" %8s  | admit /", "inline");
+	for (int b = 0; b < NBASE; b++)
+		printf(" %7s", short_name[base[b]]);
+	printf(" | inline/ref\n");
 	for (int ti = 0; ti < opt.nthreads; ti++) {
 		for (int li = 0; li < opt.nloads; li++) {
 			for (enum op o = 0; o < NOPS; o++) {
@@ -954,14 +1037,14 @@ print_table(const double lim[2][2])
 				for (int b = 0; b < NBASE; b++)
 					cell(7, a / med(base[b], ti, li, o));
 				printf(" |");
-				cell(7, med(inl, ti, li, o) / med(S_TEXTBOOK, ti, li, o));
+				cell(7, med(inl, ti, li, o) / med(S_REF, ti, li, o));
 				putchar('\n');
 			}
 		}
 		putchar('\n');
 	}
 	printf("memory, bits per item (admit / exact set = how many times smaller):\n");
-	printf("%-4s %8s %8s %8s %8s %8s   %s\n", "load", "admit", "textbook",
+	printf("%-4s %8s %8s %8s %8s %8s   %s\n", "load", "admit", "ref",
 	       "bloom", "lfht", "lcuckoo", "lfht/admit lcuckoo/admit");
 	for (int li = 0; li < opt.nloads; li++) {
 		printf("%3u%% ", opt.loads[li]);
@@ -1066,7 +1149,10 @@ usage(void)
 	        "usage: bench_cuckoo [--n N] [--threads 1,2,8,16] [--bits 8|16]\n"
 	        "         [--loads 50,75,90,95] [--seconds S] [--reps R] [--seed S]\n"
 	        "         [--clock wall|cpu] [--progress (a table after every rep)]\n"
-	        "         [--structures admit,admit-mutex,bloom,lfht,libcuckoo] [--csv]\n");
+	        "         [--keep (fill each structure once, then only lookups;\n"
+	        "          one load point)]\n"
+	        "         [--structures admit,reference,admit-inline,\n"
+	        "                       admit-mutex,bloom,lfht,libcuckoo] [--csv]\n");
 	exit(2);
 }
 
@@ -1078,9 +1164,11 @@ main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
-		if (!strcmp(a, "--csv") || !strcmp(a, "--progress")) {
+		if (!strcmp(a, "--csv") || !strcmp(a, "--progress") ||
+		    !strcmp(a, "--keep")) {
 			opt.csv |= !strcmp(a, "--csv");
 			opt.progress |= !strcmp(a, "--progress");
+			opt.keep |= !strcmp(a, "--keep");
 			continue;
 		}
 		if (!v)
@@ -1113,11 +1201,20 @@ main(int argc, char **argv)
 		ncpu = 1;
 	if (opt.n < 1024 || opt.n > ADMIT_CUCKOO_MAX_CAPACITY ||
 	    (opt.bits != 8 && opt.bits != 16) || !(opt.seconds > 0) ||
-	    opt.reps < 1 || opt.reps > MAX_REPS || opt.nthreads < 1 || opt.nloads < 1)
+	    opt.reps < 1 || opt.reps > MAX_REPS || opt.nthreads < 1 || opt.nloads < 1 ||
+	    (opt.keep && opt.nloads != 1))
 		usage();
 	for (int li = 1; li < opt.nloads; li++)
 		if (opt.loads[li] <= opt.loads[li - 1])
 			usage();
+#ifndef HAVE_REFCF
+	if (opt.want[S_REF])
+		fprintf(stderr, "bench_cuckoo: built without the reference filter "
+		        "(configure looks for ../shared/ref/cuckoofilter beside the "
+		        "source tree, and OpenSSL's headers): that baseline is "
+		        "skipped\n");
+	opt.want[S_REF] = false;
+#endif
 #ifndef HAVE_LIBCUCKOO
 	if (opt.want[S_LCUCKOO])
 		fprintf(stderr, "bench_cuckoo: built without libcuckoo "
@@ -1153,7 +1250,7 @@ main(int argc, char **argv)
 		for (int ti = 0; ti < opt.nthreads; ti++)
 			for (enum kind k = 0; k < NKIND; k++) {
 				if (!opt.want[k] ||
-				    (k == S_TEXTBOOK && opt.threads[ti] != 1))
+				    (single_threaded(k) && opt.threads[ti] != 1))
 					continue;
 				fprintf(stderr, ", %s/%u", kind_name[k], opt.threads[ti]);
 				measure(k, ti, rep);

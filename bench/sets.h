@@ -1,11 +1,12 @@
 /*
  * sets.h - the baselines bench_cuckoo compares admit with, behind one small
  * interface: a blocked Bloom filter (bloom.c), liburcu's cds_lfht
- * (lfht_set.c) and libcuckoo's cuckoohash_map (libcuckoo_set.cc).
+ * (lfht_set.c), libcuckoo's cuckoohash_map (libcuckoo_set.cc) and the
+ * CoNEXT 2014 authors' cuckoo filter (refcf_set.cc).
  *
- * Every baseline is given the 64-bit XXH3 hash of the key (the hash admit
- * computes inside) and keeps what it needs of it: the Bloom filter bits,
- * the exact sets the whole hash.  All calls are thread-safe.
+ * The first three are given the 64-bit XXH3 hash of the key (the hash admit
+ * computes inside) and keep what they need of it: the Bloom filter bits,
+ * the exact sets the whole hash; their calls are thread-safe.
  */
 #ifndef ADMIT_BENCH_SETS_H
 #define ADMIT_BENCH_SETS_H
@@ -44,6 +45,22 @@ void bench_lcuckoo_free(struct bench_lcuckoo *s);
 bool bench_lcuckoo_insert(struct bench_lcuckoo *s, uint64_t h);
 bool bench_lcuckoo_contains(struct bench_lcuckoo *s, uint64_t h);
 bool bench_lcuckoo_delete(struct bench_lcuckoo *s, uint64_t h);
+
+/* The CoNEXT 2014 authors' cuckoo filter (refcf_set.cc), 8- or 16-bit
+ * tags, sized by its own constructor for `items`; given the 8-byte key
+ * itself, which it hashes with its own hash.  Single-threaded: concurrent
+ * lookups only.  Only when configure found ../shared/ref/cuckoofilter
+ * (HAVE_REFCF).  bench_ref_contains_pass() looks up keys[0..n) in a loop
+ * with the lookup inlined, as a user's loop would, and returns the hits. */
+struct bench_ref;
+struct bench_ref *bench_ref_new(uint64_t items, unsigned bits);
+void bench_ref_free(struct bench_ref *r);
+bool bench_ref_insert(struct bench_ref *r, uint64_t key);
+bool bench_ref_contains(const struct bench_ref *r, uint64_t key);
+uint64_t bench_ref_contains_pass(const struct bench_ref *r,
+                                 const uint64_t *keys, size_t n);
+bool bench_ref_delete(struct bench_ref *r, uint64_t key);
+size_t bench_ref_memory(const struct bench_ref *r);
 
 #ifdef __cplusplus
 }

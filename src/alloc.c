@@ -197,6 +197,18 @@ admit_mem_zalloc(const struct admit_allocator *a, size_t size,
 	return p;
 }
 
+/* advise_huge() for the whole huge pages inside [p, p + size): memory from
+ * an embedder's allocator is not 2 MiB aligned. */
+static void
+advise_huge_inside(unsigned char *p, size_t size)
+{
+	uintptr_t start = ((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+	uintptr_t end = ((uintptr_t)p + size) & ~(uintptr_t)(HUGE_PAGE - 1);
+
+	if (end > start)
+		advise_huge((void *)start, end - start);
+}
+
 void
 admit_mem_free(const struct admit_allocator *a, void *p, size_t size,
                size_t *footprint)
@@ -228,11 +240,18 @@ admit_mem_table(const struct admit_allocator *a, size_t size,
 			count(footprint, size, 0);
 		return t;
 	}
-	if (size > SIZE_MAX - CACHELINE)
+	if (size > SIZE_MAX - CACHELINE || injected_failure())
 		return NULL;
-	raw = admit_mem_zalloc(a, size + CACHELINE, footprint);
+	/* Advised before the first touch (our zeroing, or the first write
+	 * into a zalloc that knew fresh pages are zero), so that the kernel
+	 * faults in huge pages where it has them. */
+	raw = (a->zalloc ? a->zalloc : a->alloc)(a->ctx, size + CACHELINE);
 	if (!raw)
 		return NULL;
+	advise_huge_inside(raw, size + CACHELINE);
+	if (!a->zalloc)
+		memset(raw, 0, size + CACHELINE);
+	count(footprint, size + CACHELINE, 0);
 	t = raw + CACHELINE - ((uintptr_t)raw & (CACHELINE - 1));
 	memcpy(t - sizeof(raw), &raw, sizeof(raw));
 	return t;

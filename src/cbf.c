@@ -34,6 +34,8 @@ struct admit_cbf {
 	uint64_t blocks;
 	unsigned k;
 	uint64_t seed;
+	struct admit_allocator alloc;
+	size_t footprint; /* bytes held from alloc, this struct included */
 };
 
 /* A key's counters: its block, their positions in it, and per word of the
@@ -171,25 +173,40 @@ raise_min(const struct cbf_key *key, unsigned k, uint64_t v[BLOCK_WORDS],
 enum admit_status
 admit_cbf_new(uint64_t n, double fpr, uint64_t seed, struct admit_cbf **out)
 {
-	struct admit_cbf *f;
-	double m, k;
+	struct admit_cbf_config cfg = { .items = n, .fpr = fpr, .seed = seed };
 
+	return admit_cbf_new_config(&cfg, out);
+}
+
+enum admit_status
+admit_cbf_new_config(const struct admit_cbf_config *cfg, struct admit_cbf **out)
+{
+	struct admit_cbf *f;
+	double m, k, fpr;
+	uint64_t n;
+
+	if (!cfg)
+		return ADMIT_EINVAL;
+	n = cfg->items;
+	fpr = cfg->fpr;
 	/* !(fpr >= MIN) also rejects NaN. */
 	if (!out || n == 0 || n > ADMIT_CBF_MAX_ITEMS ||
 	    !(fpr >= ADMIT_CBF_MIN_FPR) || !(fpr < 1.0))
 		return ADMIT_EINVAL;
 	m = ceil(-(double)n * log(fpr) / (M_LN2 * M_LN2));
 	k = round(m / (double)n * M_LN2);
-	f = admit_calloc(1, sizeof(*f));
+	f = admit_mem_zalloc(cfg->alloc, sizeof(*f), NULL);
 	if (!f)
 		return ADMIT_NOMEM;
+	f->alloc = admit_mem_copy(cfg->alloc);
+	f->footprint = sizeof(*f);
 	f->blocks = (uint64_t)ceil(m / BLOCK_COUNTERS);
 	f->k = k < 1 ? 1 : k > CBF_MAX_HASHES ? CBF_MAX_HASHES : (unsigned)k;
 	debug_check(f->blocks >= 1 && f->k >= 1 && f->k <= CBF_MAX_HASHES);
-	f->seed = seed ? seed : admit_random_seed();
-	f->words = admit_table_alloc(admit_cbf_memory(f));
+	f->seed = cfg->seed ? cfg->seed : admit_random_seed();
+	f->words = admit_mem_table(&f->alloc, admit_cbf_memory(f), &f->footprint);
 	if (!f->words) {
-		admit_free(f);
+		admit_mem_free(&f->alloc, f, sizeof(*f), NULL);
 		return ADMIT_NOMEM;
 	}
 	*out = f;
@@ -199,10 +216,19 @@ admit_cbf_new(uint64_t n, double fpr, uint64_t seed, struct admit_cbf **out)
 void
 admit_cbf_free(struct admit_cbf *f)
 {
+	struct admit_allocator a;
+
 	if (!f)
 		return;
-	admit_table_free(f->words, admit_cbf_memory(f));
-	admit_free(f);
+	a = f->alloc;
+	admit_mem_table_free(&a, f->words, admit_cbf_memory(f), NULL);
+	admit_mem_free(&a, f, sizeof(*f), NULL);
+}
+
+size_t
+admit_cbf_footprint(const struct admit_cbf *f)
+{
+	return f ? f->footprint : 0;
 }
 
 static void

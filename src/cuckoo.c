@@ -2,12 +2,18 @@
  * cuckoo.c - the concurrent cuckoo filter (doc/design.md §4).
  *
  * Progress and ordering, in brief:
- *  - Readers take no lock.  They read the stripe words of both buckets, the
- *    two buckets, and, if nothing matched, the stripe words again
- *    (stripe.h explains the acquire/release pairs).  A match is returned at
- *    once: the fingerprint was in the table at the instant it was read.  A
- *    miss is returned only if neither stripe changed; otherwise it re-reads.
- *    That catches a fingerprint in flight between its two buckets.
+ *  - Readers take no lock.  A lookup reads the stripe word of its second
+ *    bucket, the first bucket, the second, and, if nothing matched, that
+ *    stripe word again (stripe.h explains the acquire/release pairs).  A
+ *    match is returned at once: the fingerprint was in the table at the
+ *    instant it was read.  A miss is returned only if the stripe was even
+ *    and did not move; otherwise it re-reads.  One stripe is enough: if no
+ *    writer changed the second bucket between the two bucket reads, both
+ *    lacked the fingerprint at the instant the first was read, and the miss
+ *    is linearized there.  Whatever happened to the first bucket after its
+ *    read (a fingerprint arriving, by a kick or an insert) happened after
+ *    that instant.  A fingerprint in flight from the second bucket to the
+ *    first is what this catches: the mover holds the second's stripe.
  *  - Writers hold the stripes of every bucket they change, taken in
  *    ascending stripe order, at most two at a time, so there is no deadlock.
  *  - A move writes the fingerprint to its new bucket before clearing the old
@@ -101,6 +107,13 @@ _Static_assert(offsetof(struct admit_cuckoo, view) == 0,
 
 /* ---- creation ----------------------------------------------------------- */
 
+#define ALT16_BYTES (65536 * sizeof(uint32_t))
+
+static bool contains_key8(const struct admit_cuckoo *f, const void *key);
+static bool contains_key16(const struct admit_cuckoo *f, const void *key);
+static bool contains_key16t(const struct admit_cuckoo *f, const void *key);
+static bool contains_key_any(const struct admit_cuckoo *f, const void *key);
+
 uint32_t
 cuckoo_buckets_for(uint64_t capacity)
 {
@@ -129,13 +142,15 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
               const struct admit_allocator *alloc, struct admit_cuckoo **out)
 {
 	struct admit_cuckoo *f;
-	size_t table_bytes;
+	size_t table_bytes, own = 0;
+	bool want_alt16;
 
-	f = admit_mem_zalloc(alloc, sizeof(*f), NULL);
+	/* Aligned: the struct pads writer-hot fields to their own lines. */
+	f = admit_mem_table(alloc, sizeof(*f), &own);
 	if (!f)
 		return ADMIT_NOMEM;
 	f->alloc = admit_mem_copy(alloc);
-	f->footprint = sizeof(*f);
+	f->footprint = own;
 	f->m = m;
 	f->capacity = capacity;
 	f->counting = counting;
@@ -147,7 +162,7 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->hash8 = admit_hash8_prepare(seed);
 	f->alt_seed = (uint32_t)(seed >> 32);
 	for (unsigned fp = 0; fp < 256; fp++)
-		f->alt8[fp] = admit_fastrange32(admit_mix32(fp ^ f->alt_seed), m);
+		f->alt8[fp] = cuckoo_alt_of(fp, f->alt_seed, m);
 	f->stripe_mask = stripes - 1;
 	if (fingerprint_bits == 8) {
 		f->ones = 0x01010101ull;
@@ -170,10 +185,20 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 		f->t32 = admit_mem_table(&f->alloc, table_bytes, &f->footprint);
 	else
 		f->t64 = admit_mem_table(&f->alloc, table_bytes, &f->footprint);
-	if (!f->seq || !f->stats || (!f->t32 && !f->t64)) {
+	want_alt16 = !counting && fingerprint_bits == 16 &&
+	             m >= CUCKOO_ALT16_MIN_BUCKETS;
+	if (want_alt16 && (f->alt16 = admit_mem_zalloc(&f->alloc, ALT16_BYTES,
+	                                               &f->footprint)))
+		for (unsigned fp = 0; fp < 65536; fp++)
+			f->alt16[fp] = cuckoo_alt_of(fp, f->alt_seed, m);
+	if (!f->seq || !f->stats || (!f->t32 && !f->t64) ||
+	    (want_alt16 && !f->alt16)) {
 		admit_cuckoo_free(f);
 		return ADMIT_NOMEM;
 	}
+	f->contains_key = f->lookup_width == 8 ? contains_key8 :
+	                  f->lookup_width != 16 ? contains_key_any :
+	                  f->alt16 ? contains_key16t : contains_key16;
 	f->view = (struct admit_cuckoo_view){
 		.table = f->t32 ? (const void *)f->t32 : (const void *)f->t64,
 		.seq = f->seq, .seed = f->seed, .m = f->m,
@@ -222,7 +247,8 @@ admit_cuckoo_free(struct admit_cuckoo *f)
 	                     (size_t)(f->stripe_mask + 1) * sizeof(*f->stats),
 	                     NULL);
 	admit_mem_free(&a, f->seq, (f->stripe_mask + 1) * sizeof(*f->seq), NULL);
-	admit_mem_free(&a, f, sizeof(*f), NULL);
+	admit_mem_free(&a, f->alt16, ALT16_BYTES, NULL);
+	admit_mem_table_free(&a, f, sizeof(*f), NULL);
 }
 
 size_t
@@ -246,6 +272,7 @@ struct probe {
 	const struct admit_cuckoo *f;
 	const void *table;	/* f->t32 or f->t64 */
 	struct cuckoo_pos p;
+	uint64_t fps;		/* p.fp in every lane (membership widths) */
 	uint64_t b1, b2;
 };
 
@@ -280,10 +307,10 @@ probe_load(struct probe *q, unsigned w)
  * classic "has a zero lane" test on b ^ fp in every lane, exact as a yes/no
  * (which lane it flags may be wrong). */
 static inline __attribute__((always_inline)) uint64_t
-swar_has(uint64_t b, uint32_t fp, unsigned w)
+swar_has(uint64_t b, uint64_t fps, unsigned w)
 {
 	uint64_t ones = w == 8 ? 0x01010101ull : 0x0001000100010001ull;
-	uint64_t x = b ^ (uint64_t)fp * ones;
+	uint64_t x = b ^ fps;
 
 	return (x - ones) & ~x & ones << (w - 1);
 }
@@ -292,7 +319,7 @@ static inline __attribute__((always_inline)) bool
 probe_match_w(struct probe *q, unsigned w)
 {
 	probe_load(q, w);
-	return (swar_has(q->b1, q->p.fp, w) | swar_has(q->b2, q->p.fp, w)) != 0;
+	return (swar_has(q->b1, q->fps, w) | swar_has(q->b2, q->fps, w)) != 0;
 }
 
 /* stripe_read() callbacks: a match stands without validation (the
@@ -332,11 +359,30 @@ probe_init(struct probe *q, const struct admit_cuckoo *f, unsigned w,
            struct stripe_reader *r)
 {
 	q->f = f;
+	/* By f->ones, a value the compiler cannot see: one multiply, where
+	 * for the constant it would spend six shifts and adds. */
+	q->fps = (uint64_t)q->p.fp * f->ones;
 	q->table = w == 8 ? (const void *)f->t32 :
 	           w == 16 ? (const void *)f->t64 :
 	           f->t32 ? (const void *)f->t32 : (const void *)f->t64;
 	r->a = cuckoo_stripe(f, q->p.i1);
 	r->b = cuckoo_stripe(f, q->p.i2);
+}
+
+/* cuckoo_locate_hash() for width w (8 or 16); tab: by f->alt16. */
+static inline __attribute__((always_inline)) void
+locate_w(const struct admit_cuckoo *f, uint64_t h, unsigned w, bool tab,
+         struct cuckoo_pos *p)
+{
+	if (tab) {
+		uint32_t fp = (uint32_t)(h >> 48);
+
+		p->fp = fp ? fp : 1;
+		p->i1 = admit_fastrange32((uint32_t)h, f->m);
+		p->i2 = cuckoo_alt_t(f, p->i1, f->alt16[p->fp]);
+	} else {
+		cuckoo_locate_hash(f, h, w, p);
+	}
 }
 
 /* The waiting loop, out of line: it may call sched_yield(), and the
@@ -359,27 +405,28 @@ lookup_slow(const struct admit_cuckoo *f, struct cuckoo_pos p)
 /* The first try inline, with no call on its path: a lookup that takes few
  * instructions lets the CPU overlap the cache misses of consecutive calls.
  * w is 8 or 16 for a membership filter of that width, 0 for any filter.
- * Every field of *f it needs is read before the first acquire load. */
+ * Every field of *f it needs is read before the first acquire load.  Only
+ * the second bucket's stripe is read (the file's head says why), with no
+ * branch before both buckets' loads are issued. */
 static inline __attribute__((always_inline)) bool
 lookup_w(const struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
 {
 	struct probe q = { .p = *p };
 	struct stripe_reader r;
+	uint32_t v;
 
 	probe_init(&q, f, w, &r);
 #ifdef ADMIT_BROKEN_SKIP_VALIDATION
 	/* ...and believe a miss without validating it: wrong. */
 	return probe_match_any(&q);
 #endif
-	/* stripe_read_try(), with the match inline. */
-	if (stripe_read_begin(&r)) {
-		if (w == 8 ? probe_match_w(&q, 8) : w == 16 ? probe_match_w(&q, 16)
-		                                             : probe_match_any(&q))
-			return true;
-		if (stripe_read_end(&r))
-			return false;
-		stat_bump(&stats_of(f, p->i1)->read_retries);
-	}
+	v = stripe_peek(r.b);
+	if (w == 8 ? probe_match_w(&q, 8) : w == 16 ? probe_match_w(&q, 16)
+	                                             : probe_match_any(&q))
+		return true;
+	if (stripe_unchanged(r.b, v))
+		return false;
+	stat_bump(&stats_of(f, p->i1)->read_retries);
 	return lookup_slow(f, *p);
 }
 
@@ -403,24 +450,32 @@ contains_slow(const struct admit_cuckoo *f, uint64_t h)
  * f and h outlives the bucket loads on the way to the rare slow path.
  */
 static inline __attribute__((always_inline)) bool
-contains_hashed_w(const struct admit_cuckoo *f, uint64_t h, unsigned w)
+contains_hashed_wt(const struct admit_cuckoo *f, uint64_t h, unsigned w,
+                   bool tab)
 {
 	struct probe q;
 	struct stripe_reader r;
 
-	cuckoo_locate_hash(f, h, w, &q.p);
+	uint32_t v;
+
+	locate_w(f, h, w, tab, &q.p);
 	probe_init(&q, f, w, &r);
 #ifdef ADMIT_BROKEN_SKIP_VALIDATION
 	/* As in lookup_w(): believe a miss without validating it. */
 	return probe_match_any(&q);
 #endif
-	if (stripe_read_begin(&r)) {
-		if (probe_match_w(&q, w))
-			return true;
-		if (stripe_read_end(&r))
-			return false;
-	}
+	v = stripe_peek(r.b);
+	if (probe_match_w(&q, w))
+		return true;
+	if (stripe_unchanged(r.b, v))
+		return false;
 	return contains_slow(f, h);
+}
+
+static inline __attribute__((always_inline)) bool
+contains_hashed_w(const struct admit_cuckoo *f, uint64_t h, unsigned w)
+{
+	return contains_hashed_wt(f, h, w, false);
 }
 
 static inline __attribute__((always_inline)) bool
@@ -480,18 +535,29 @@ contains_key16(const struct admit_cuckoo *f, const void *key)
 	return contains_hashed_w(f, admit_hash8(key, f->hash8, f->seed), 16);
 }
 
+/* A 16-bit filter with f->alt16. */
+static __attribute__((noinline)) bool
+contains_key16t(const struct admit_cuckoo *f, const void *key)
+{
+	return contains_hashed_wt(f, admit_hash8(key, f->hash8, f->seed), 16,
+	                          true);
+}
+
+static bool
+contains_key_any(const struct admit_cuckoo *f, const void *key)
+{
+	return contains_any(f, key, 8);
+}
+
 bool
 admit_cuckoo_contains(const struct admit_cuckoo *f, const void *key, size_t len)
 {
-	/* The common call first, in as few tests as it takes: an 8-byte key
-	 * (so a non-NULL one is valid) of a membership filter. */
-	if (__builtin_expect(len != 8 || !key || !f, 0))
-		return contains_other(f, key, len);
-	if (f->lookup_width == 8)
-		return contains_key8(f, key);
-	if (f->lookup_width == 16)
-		return contains_key16(f, key);
-	return contains_any(f, key, len);
+	/* The common call first, in three tests and one jump: an 8-byte key
+	 * (so a non-NULL one is valid), by the filter's lookup. */
+	if (__builtin_expect(f != NULL, 1) && __builtin_expect(key != NULL, 1) &&
+	    __builtin_expect(len == 8, 1))
+		return f->contains_key(f, key);
+	return contains_other(f, key, len);
 }
 
 unsigned
@@ -536,7 +602,7 @@ bucket_addr_w(const struct admit_cuckoo *f, uint32_t i, unsigned w)
 static inline __attribute__((always_inline)) void
 contains_many_w(const struct admit_cuckoo *f, size_t n,
                 const void *const keys[], const size_t lens[], bool out[],
-                unsigned w)
+                unsigned w, bool tab)
 {
 	struct cuckoo_pos pos[BATCH];
 
@@ -553,9 +619,9 @@ contains_many_w(const struct admit_cuckoo *f, size_t n,
 			}
 			/* 8-byte keys with the seed's part of XXH3 prepared
 			 * (hash.h): the same hash, fewer instructions. */
-			cuckoo_locate_hash(f, len == 8 ? admit_hash8(key, f->hash8, f->seed)
-			                               : admit_hash(key, len, f->seed),
-			                   w ? w : f->fp_bits, &pos[j]);
+			locate_w(f, len == 8 ? admit_hash8(key, f->hash8, f->seed)
+			                     : admit_hash(key, len, f->seed),
+			         w ? w : f->fp_bits, tab, &pos[j]);
 			__builtin_prefetch(bucket_addr_w(f, pos[j].i1, w));
 			__builtin_prefetch(bucket_addr_w(f, pos[j].i2, w));
 		}
@@ -573,13 +639,16 @@ admit_cuckoo_contains_many(const struct admit_cuckoo *f, size_t n,
 		return;
 	switch (f->lookup_width) {
 	case 8:
-		contains_many_w(f, n, keys, lens, out, 8);
+		contains_many_w(f, n, keys, lens, out, 8, false);
 		break;
 	case 16:
-		contains_many_w(f, n, keys, lens, out, 16);
+		if (f->alt16)
+			contains_many_w(f, n, keys, lens, out, 16, true);
+		else
+			contains_many_w(f, n, keys, lens, out, 16, false);
 		break;
 	default:
-		contains_many_w(f, n, keys, lens, out, 0);
+		contains_many_w(f, n, keys, lens, out, 0, false);
 	}
 }
 

@@ -26,6 +26,7 @@
 #define CUCKOO_DEFAULT_STRIPES 4096u
 #define COUNTER_BITS 4
 #define COUNTER_MAX 15u
+#define CUCKOO_ALT16_MIN_BUCKETS (1u << 19) /* a 4 MiB table */
 
 /* Counters a writer updates under its stripe (items, kicks) or with a
  * relaxed fetch_add (the rest).  Padded so that two stripes' writers do not
@@ -55,6 +56,9 @@ struct admit_cuckoo {
 	unsigned lookup_width;    /* slot_bits, 0 in counting mode: which
 	                           * specialised lookup cuckoo.c runs */
 	bool counting;
+	/* An 8-byte key's lookup for this filter's lookup_width (cuckoo.c),
+	 * so that admit_cuckoo_contains() dispatches in one jump. */
+	bool (*contains_key)(const struct admit_cuckoo *f, const void *key);
 	uint64_t capacity;
 	uint64_t seed;
 	uint64_t hash8;           /* admit_hash8_prepare(seed) */
@@ -65,6 +69,11 @@ struct admit_cuckoo {
 	 * three shifts on its critical path.  The same values as cuckoo_alt()
 	 * computes (the snapshot format fixes them). */
 	uint32_t alt8[256];
+	/* The same for the 65536 fingerprints of a 16-bit membership filter
+	 * of CUCKOO_ALT16_MIN_BUCKETS or more (256 KiB, at most 1/16 of its
+	 * table; NULL otherwise): one load, mostly from L2, in place of
+	 * about a dozen instructions on a lookup's critical path. */
+	uint32_t *alt16;
 
 	/* SWAR constants for slot_bits: lane ones, lane high bits, the lanes'
 	 * low bits, and the mask of the bits that identify a key. */
@@ -197,20 +206,29 @@ slot_fp(const struct admit_cuckoo *f, uint64_t slot)
 /* alt(i) = (t - i) mod m with t from the fingerprint alone: an involution for
  * any m, so the bucket count need not be a power of two. */
 static inline uint32_t
+cuckoo_alt_t(const struct admit_cuckoo *f, uint32_t i, uint32_t t)
+{
+	return t >= i ? t - i : t + (f->m - i);
+}
+
+/* The t of a fingerprint (the snapshot format fixes it). */
+static inline uint32_t
+cuckoo_alt_of(uint32_t fp, uint32_t alt_seed, uint32_t m)
+{
+	return admit_fastrange32(admit_mix32(fp ^ alt_seed), m);
+}
+
+static inline uint32_t
 cuckoo_alt(const struct admit_cuckoo *f, uint32_t i, uint32_t fp)
 {
-	uint32_t t = admit_fastrange32(admit_mix32(fp ^ f->alt_seed), f->m);
-
-	return t >= i ? t - i : t + (f->m - i);
+	return cuckoo_alt_t(f, i, cuckoo_alt_of(fp, f->alt_seed, f->m));
 }
 
 /* cuckoo_alt() for an 8-bit filter's fingerprint, by its table. */
 static inline uint32_t
 cuckoo_alt8(const struct admit_cuckoo *f, uint32_t i, uint32_t fp)
 {
-	uint32_t t = f->alt8[fp & 0xff];
-
-	return t >= i ? t - i : t + (f->m - i);
+	return cuckoo_alt_t(f, i, f->alt8[fp & 0xff]);
 }
 
 /* Where the key with hash h lives.  fp_bits is f->fp_bits, passed so that a

@@ -85,13 +85,11 @@ stripe_unlock(_Atomic uint32_t *s)
  *
  * Cost, one thread, no writer: two loads of stripe words before the data
  * (a 16 KiB array of them that stays in L1/L2) and, for an answer that
- * needs it, two after, with a compare and a branch each: about 16
- * instructions of a lookup's 90-160, and no store, no locked instruction,
- * no fence (acquire loads are plain moves on x86-64).  It stays because it
- * is what makes a miss linearizable: a kick carries a fingerprint from one
- * bucket to the other between the reader's two bucket loads, and only the
- * second stripe read can tell (stress/stress_linear catches a build
- * without it).
+ * needs it, two after, with a compare and a branch each, and no store, no
+ * locked instruction, no fence (acquire loads are plain moves on x86-64).
+ * A cuckoo lookup's first try uses the one-stripe form below (half the
+ * loads, no branch before the data); its retries, and readers that need
+ * two words as one consistent pair, use this loop.
  */
 struct stripe_reader {
 	const _Atomic uint32_t *a, *b;
@@ -142,6 +140,29 @@ stripe_read_end(const struct stripe_reader *r)
 	 * guarded words, and pairs with the writer's release stores of them
 	 * (a word that is new implies the odd value before it). */
 	return stripe_pair_load(r) == r->v;
+}
+
+/*
+ * The one-stripe form, for a reader that reads several words in order and
+ * whose answer needs only the last one to have stayed put meanwhile (a
+ * cuckoo miss: cuckoo.c says why).  stripe_peek() before the first read,
+ * stripe_unchanged() after the last: true if the stripe was even at the
+ * peek and has not moved since, so no writer changed the words it guards
+ * between the two.  One load each and no branch at the peek.
+ */
+static inline __attribute__((always_inline)) uint32_t
+stripe_peek(const _Atomic uint32_t *s)
+{
+	/* acquire: pairs with the release in stripe_unlock(), and keeps the
+	 * guarded reads after it. */
+	return atomic_load_explicit(s, memory_order_acquire);
+}
+
+static inline __attribute__((always_inline)) bool
+stripe_unchanged(const _Atomic uint32_t *s, uint32_t v)
+{
+	/* acquire: as in stripe_read_end(). */
+	return ((atomic_load_explicit(s, memory_order_acquire) ^ v) | (v & 1)) == 0;
 }
 
 /* One try, no waiting.  A hot caller writes this try inline from the two

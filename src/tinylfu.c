@@ -46,6 +46,8 @@ struct tlfu_stripe {
 struct admit_tinylfu {
 	struct admit_cbf *door;
 	struct admit_cuckoo *freq;
+	struct admit_allocator alloc; /* the instance's, door's and freq's */
+	size_t own_bytes;             /* this struct's, as taken from alloc */
 	uint64_t seed;
 	uint64_t sample;  /* W: records between agings */
 	uint64_t batch;   /* records a stripe folds into total at once; divides W */
@@ -96,15 +98,18 @@ admit_tinylfu_new_config(const struct admit_tinylfu_config *cfg,
 	struct admit_tinylfu *t;
 	enum admit_status st;
 	uint64_t w, half;
+	size_t own = 0;
 
 	if (!cfg || !out || cfg->cache_capacity == 0 ||
 	    cfg->cache_capacity > ADMIT_TINYLFU_MAX_CAPACITY ||
 	    cfg->sample_size > MAX_SAMPLE)
 		return ADMIT_EINVAL;
 	w = cfg->sample_size ? cfg->sample_size : 10 * cfg->cache_capacity;
-	t = admit_table_alloc(sizeof(*t));
+	t = admit_mem_table(cfg->alloc, sizeof(*t), &own);
 	if (!t)
 		return ADMIT_NOMEM;
+	t->alloc = admit_mem_copy(cfg->alloc);
+	t->own_bytes = own;
 	t->seed = cfg->seed ? cfg->seed : admit_random_seed();
 	t->sample = w;
 	for (t->batch = MAX_BATCH; w % t->batch; t->batch >>= 1)
@@ -138,11 +143,14 @@ admit_tinylfu_new_config(const struct admit_tinylfu_config *cfg,
 	                                               : ADMIT_CUCKOO_MAX_CAPACITY;
 	cc.counting = true;
 	cc.seed = admit_mix64(t->seed) | 1;
+	cc.alloc = &t->alloc;
 	st = admit_cuckoo_new(&cc, &t->freq);
 	if (st == ADMIT_OK)
-		st = admit_cbf_new(half < ADMIT_CBF_MAX_ITEMS ? half
-		                                              : ADMIT_CBF_MAX_ITEMS,
-		                   DOOR_FPR, t->seed, &t->door);
+		st = admit_cbf_new_config(&(struct admit_cbf_config){
+			.items = half < ADMIT_CBF_MAX_ITEMS ? half
+			                                    : ADMIT_CBF_MAX_ITEMS,
+			.fpr = DOOR_FPR, .seed = t->seed, .alloc = &t->alloc,
+		}, &t->door);
 	if (st != ADMIT_OK) {
 		admit_tinylfu_free(t);
 		return st;
@@ -164,11 +172,14 @@ admit_tinylfu_new(uint64_t cache_capacity, uint64_t seed,
 void
 admit_tinylfu_free(struct admit_tinylfu *t)
 {
+	struct admit_allocator a;
+
 	if (!t)
 		return;
+	a = t->alloc;
 	admit_cbf_free(t->door);
 	admit_cuckoo_free(t->freq);
-	admit_table_free(t, sizeof(*t));
+	admit_mem_table_free(&a, t, sizeof(*t), NULL);
 }
 
 static void
@@ -342,6 +353,13 @@ size_t
 admit_tinylfu_memory(const struct admit_tinylfu *t)
 {
 	return t ? admit_cbf_memory(t->door) + admit_cuckoo_memory(t->freq) : 0;
+}
+
+size_t
+admit_tinylfu_footprint(const struct admit_tinylfu *t)
+{
+	return t ? t->own_bytes + admit_cbf_footprint(t->door) +
+	           admit_cuckoo_footprint(t->freq) : 0;
 }
 
 enum admit_status

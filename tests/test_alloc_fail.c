@@ -220,15 +220,117 @@ counting_allocator(struct counting *c, bool zero)
 	};
 }
 
+/* One structure's constructor, footprint and destructor, behind one shape
+ * for fails_at_every_call(). */
+struct maker {
+	enum admit_status (*make)(const void *cfg, void **out);
+	size_t (*footprint)(const void *obj);
+	void (*destroy)(void *obj);
+};
+
+/* make(cfg) takes what it holds from the counting allocator in cfg: the
+ * bytes out are its footprint and all come back at free; failing each of
+ * its allocations in turn gives ADMIT_NOMEM, *out untouched, nothing out.
+ * Returns how many allocations a successful make takes. */
+static unsigned long
+fails_at_every_call(const struct maker *m, const void *cfg,
+                    struct counting *cnt)
+{
+	void *obj = NULL, *sentinel = &obj;
+	unsigned long n;
+
+	*cnt = (struct counting){ 0 };
+	ck_assert_int_eq(m->make(cfg, &obj), ADMIT_OK);
+	ck_assert_uint_eq(cnt->live, m->footprint(obj));
+	n = cnt->calls;
+	m->destroy(obj);
+	ck_assert_uint_eq(cnt->live, 0);
+	for (unsigned long k = 1; k <= n; k++) {
+		*cnt = (struct counting){ .fail_at = k };
+		obj = sentinel;
+		ck_assert_int_eq(m->make(cfg, &obj), ADMIT_NOMEM);
+		ck_assert_ptr_eq(obj, sentinel);
+		ck_assert_uint_eq(cnt->live, 0);
+	}
+	return n;
+}
+
+static enum admit_status
+make_cuckoo(const void *cfg, void **out)
+{
+	return admit_cuckoo_new(cfg, (struct admit_cuckoo **)out);
+}
+static size_t
+cuckoo_footprint(const void *f)
+{
+	return admit_cuckoo_footprint(f);
+}
+static void
+cuckoo_free(void *f)
+{
+	admit_cuckoo_free(f);
+}
+
+static enum admit_status
+make_chain(const void *cfg, void **out)
+{
+	return admit_chain_new(cfg, (struct admit_chain **)out);
+}
+static size_t
+chain_footprint(const void *c)
+{
+	return admit_chain_footprint(c);
+}
+static void
+chain_free(void *c)
+{
+	admit_chain_free(c);
+}
+
+static enum admit_status
+make_cbf(const void *cfg, void **out)
+{
+	return admit_cbf_new_config(cfg, (struct admit_cbf **)out);
+}
+static size_t
+cbf_footprint(const void *f)
+{
+	return admit_cbf_footprint(f);
+}
+static void
+cbf_free(void *f)
+{
+	admit_cbf_free(f);
+}
+
+static enum admit_status
+make_tinylfu(const void *cfg, void **out)
+{
+	return admit_tinylfu_new_config(cfg, (struct admit_tinylfu **)out);
+}
+static size_t
+tinylfu_footprint(const void *t)
+{
+	return admit_tinylfu_footprint(t);
+}
+static void
+tinylfu_free(void *t)
+{
+	admit_tinylfu_free(t);
+}
+
 START_TEST(cuckoo_own_allocator)
 {
 	struct admit_cuckoo_config cfg = configs[_i / 2];
 	struct counting cnt;
 	struct admit_allocator a = counting_allocator(&cnt, _i % 2);
-	struct admit_cuckoo *f = NULL, *sentinel = (struct admit_cuckoo *)&f;
-	unsigned long n;
+	struct maker m = { make_cuckoo, cuckoo_footprint, cuckoo_free };
+	struct admit_cuckoo *f = NULL;
 
 	cfg.alloc = &a;
+	/* struct, stripes, their stats, table */
+	ck_assert_uint_ge(fails_at_every_call(&m, &cfg, &cnt), 4);
+	cnt = (struct counting){ 0 };
 	ck_assert_int_eq(admit_cuckoo_new(&cfg, &f), ADMIT_OK);
 	ck_assert_uint_eq(cnt.live, admit_cuckoo_footprint(f));
 	ck_assert_uint_gt(cnt.live, admit_cuckoo_memory(f));
@@ -240,15 +342,35 @@ START_TEST(cuckoo_own_allocator)
 	ck_assert_uint_eq(cnt.live, admit_cuckoo_footprint(f));
 	admit_cuckoo_free(f);
 	ck_assert_uint_eq(cnt.live, 0);
-	n = cnt.calls;
-	ck_assert_uint_ge(n, 4); /* struct, stripes, their stats, table */
-	for (unsigned long k = 1; k <= n; k++) {
-		cnt = (struct counting){ .fail_at = k };
-		f = sentinel;
-		ck_assert_int_eq(admit_cuckoo_new(&cfg, &f), ADMIT_NOMEM);
-		ck_assert_ptr_eq(f, sentinel);
-		ck_assert_uint_eq(cnt.live, 0);
-	}
+}
+END_TEST
+
+/* The doorkeeper and TinyLFU (whose store and doorkeeper take theirs from
+ * the instance's allocator). */
+START_TEST(cbf_tinylfu_own_allocator)
+{
+	struct counting cnt;
+	struct admit_allocator a = counting_allocator(&cnt, _i);
+	struct maker cbf = { make_cbf, cbf_footprint, cbf_free };
+	struct maker tlfu = { make_tinylfu, tinylfu_footprint, tinylfu_free };
+	struct admit_cbf_config cc = {
+		.items = 10000, .fpr = 0.01, .seed = 3, .alloc = &a,
+	};
+	struct admit_tinylfu_config tc = {
+		.cache_capacity = 1000, .seed = 4, .alloc = &a,
+	};
+	struct admit_tinylfu *t;
+
+	ck_assert_uint_eq(fails_at_every_call(&cbf, &cc, &cnt), 2);
+	ck_assert_uint_ge(fails_at_every_call(&tlfu, &tc, &cnt), 7);
+	cnt = (struct counting){ 0 };
+	ck_assert_int_eq(admit_tinylfu_new_config(&tc, &t), ADMIT_OK);
+	for (uint64_t i = 0; i < 5000; i++)
+		ck_assert_int_eq(admit_tinylfu_record(t, KEY(i % 50)), ADMIT_OK);
+	ck_assert_uint_ge(admit_tinylfu_estimate(t, KEY(7)), 2);
+	ck_assert_uint_eq(cnt.live, admit_tinylfu_footprint(t));
+	admit_tinylfu_free(t);
+	ck_assert_uint_eq(cnt.live, 0);
 }
 END_TEST
 
@@ -262,6 +384,7 @@ START_TEST(chain_own_allocator)
 	struct admit_chain_config cfg = {
 		.capacity = 200, .seed = 9, .single_writer = true, .alloc = &a,
 	};
+	struct maker m = { make_chain, chain_footprint, chain_free };
 	struct admit_chain *c = NULL, *sentinel = (struct admit_chain *)&c;
 	struct admit_chain_info before, after;
 	unsigned long n;
@@ -269,18 +392,7 @@ START_TEST(chain_own_allocator)
 	size_t len, fp;
 	uint64_t i, grow_at;
 
-	ck_assert_int_eq(admit_chain_new(&cfg, &c), ADMIT_OK);
-	ck_assert_uint_eq(cnt.live, admit_chain_footprint(c));
-	n = cnt.calls;
-	admit_chain_free(c);
-	ck_assert_uint_eq(cnt.live, 0);
-	for (unsigned long k = 1; k <= n; k++) {
-		cnt = (struct counting){ .fail_at = k };
-		c = sentinel;
-		ck_assert_int_eq(admit_chain_new(&cfg, &c), ADMIT_NOMEM);
-		ck_assert_ptr_eq(c, sentinel);
-		ck_assert_uint_eq(cnt.live, 0);
-	}
+	ck_assert_uint_ge(fails_at_every_call(&m, &cfg, &cnt), 5);
 
 	/* The add that grows the chain, found once. */
 	cnt = (struct counting){ 0 };
@@ -360,6 +472,7 @@ main(void)
 	tcase_add_loop_test(tc, lru_updates_fail_cleanly, 0, 3);
 	tcase_add_loop_test(tc, cuckoo_own_allocator, 0, 2 * n);
 	tcase_add_loop_test(tc, chain_own_allocator, 0, 2);
+	tcase_add_loop_test(tc, cbf_tinylfu_own_allocator, 0, 2);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	/* No fork: LeakSanitizer reports at the exit of this one process. */

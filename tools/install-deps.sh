@@ -11,11 +11,13 @@ export DEBIAN_FRONTEND=noninteractive
 $run apt-get update -qq
 # time: admit-dedup's benchmark reads peak memory from GNU time;
 # libcuckoo-dev: bench_cuckoo's libcuckoo baseline (optional, header-only);
+# libssl-dev: the header of the reference cuckoo filter bench_cuckoo
+# compiles from ../shared when it is there includes OpenSSL's;
 # python3: the reference model test_hitratio.sh compares cache_sim with.
 $run apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
 	liburcu-dev libjemalloc-dev libxxhash-dev check \
-	zlib1g-dev liblzma-dev time libcuckoo-dev python3 \
+	zlib1g-dev liblzma-dev time libcuckoo-dev libssl-dev python3 \
 	>/dev/null
 if [ "${1:-}" = --bench ]; then
 	$run apt-get install -y -qq --no-install-recommends \

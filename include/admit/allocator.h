@@ -25,8 +25,10 @@
  *   size; p is never NULL.
  * Tables the library wants cache-line aligned are over-allocated by 64
  * bytes and aligned inside: each instance's *_footprint() call reports the
- * bytes it asked for, padding included.  A call whose allocation fails
- * returns ADMIT_NOMEM and changes nothing.
+ * bytes it asked for, padding included.  The whole 2 MiB pages inside a
+ * table are advised into transparent huge pages (madvise) before they are
+ * first touched, as the library's own big tables are.  A call whose
+ * allocation fails returns ADMIT_NOMEM and changes nothing.
  */
 #ifndef ADMIT_ALLOCATOR_H
 #define ADMIT_ALLOCATOR_H

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <admit/allocator.h>
 #include <admit/status.h>
 
 #ifdef __cplusplus
@@ -63,6 +64,27 @@ struct admit_cbf;
  */
 enum admit_status admit_cbf_new(uint64_t n, double fpr, uint64_t seed,
                                 struct admit_cbf **out);
+
+/* Creation parameters of admit_cbf_new_config(); zero fields are defaults
+ * as in admit_cbf_new(). */
+struct admit_cbf_config {
+	uint64_t items;  /* n: required */
+	double   fpr;    /* required */
+	uint64_t seed;   /* 0 = random */
+	const struct admit_allocator *alloc; /* where its memory comes from;
+	                    NULL = the library's (admit/allocator.h) */
+};
+
+/*
+ * admit_cbf_new_config - admit_cbf_new() with every parameter in a config,
+ * the allocator included.
+ *
+ * Errors: ADMIT_EINVAL if cfg is NULL, else as admit_cbf_new().
+ *
+ * Thread-safety: safe (each call makes a new, independent filter).
+ */
+enum admit_status admit_cbf_new_config(const struct admit_cbf_config *cfg,
+                                       struct admit_cbf **out);
 
 /*
  * admit_cbf_free - release a filter.  NULL is a no-op.
@@ -152,6 +174,15 @@ enum admit_status admit_cbf_clear(struct admit_cbf *f);
 uint64_t admit_cbf_counters(const struct admit_cbf *f);
 unsigned admit_cbf_hashes(const struct admit_cbf *f);
 size_t admit_cbf_memory(const struct admit_cbf *f);
+
+/*
+ * admit_cbf_footprint - every byte the filter holds from its allocator
+ * (admit/allocator.h), its struct and alignment padding included.  0 for
+ * NULL.
+ *
+ * Thread-safety: safe (fixed from creation to free).
+ */
+size_t admit_cbf_footprint(const struct admit_cbf *f);
 
 ADMIT_API_END
 

@@ -256,8 +256,9 @@ uint64_t admit_cuckoo_slots(const struct admit_cuckoo *f);
 
 /*
  * admit_cuckoo_memory - bytes of the bucket table (the stripes are extra,
- * 68 bytes each: 272 KiB with the default 4096).  8 * memory / size is bits
- * per item.
+ * 68 bytes each: 272 KiB with the default 4096; so is, for a 16-bit
+ * membership filter of 4 MiB or more, a 256 KiB table of its alternate
+ * buckets' offsets).  8 * memory / size is bits per item.
  *
  * Thread-safety: safe.
  */

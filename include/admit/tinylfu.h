@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <admit/allocator.h>
 #include <admit/status.h>
 
 #ifdef __cplusplus
@@ -60,6 +61,9 @@ struct admit_tinylfu_config {
 	                            candidate may still win by chance; 0 = 6 */
 	unsigned chance_shift;   /* that chance is 1 / 2^chance_shift; 0 = 7
 	                            (1/128); 64 or more disables it */
+	const struct admit_allocator *alloc; /* where the instance, its
+	                            doorkeeper and its store take their memory;
+	                            NULL = the library's (admit/allocator.h) */
 };
 
 /* Largest cache_capacity accepted: the tables must stay addressable. */
@@ -172,6 +176,15 @@ bool admit_tinylfu_admit_hash(struct admit_tinylfu *t, uint64_t candidate,
  * Thread-safety: safe.
  */
 size_t admit_tinylfu_memory(const struct admit_tinylfu *t);
+
+/*
+ * admit_tinylfu_footprint - every byte the instance holds from its
+ * allocator (admit/allocator.h): its own struct, the doorkeeper's and the
+ * store's admit_cbf_footprint() and admit_cuckoo_footprint().  0 for NULL.
+ *
+ * Thread-safety: safe (fixed from creation to free).
+ */
+size_t admit_tinylfu_footprint(const struct admit_tinylfu *t);
 
 /* What an instance has done, for tests and tuning. */
 struct admit_tinylfu_stats {

@@ -762,33 +762,41 @@ pending_drop(struct pending *p)
 }
 
 /* Drops the loads of database db (-1: of all) that have waited
- * timeout_ms or more for their next chunk (0: every one); returns how
- * many loads remain. */
-static int
+ * timeout_ms or more for their next chunk (0: every one); returns in how
+ * many milliseconds the first of those left will have waited
+ * pending_timeout_ms, -1 if none is left. */
+static long long
 pending_expire(int db, long long timeout_ms)
 {
-	long long now = RM_Milliseconds();
-	int left = 0;
+	long long now = RM_Milliseconds(), next = -1;
 
 	for (int i = 0; i < CF_MAX_PENDING; i++) {
+		long long due;
+
 		if (!pend[i].name)
 			continue;
 		if ((db == -1 || pend[i].db == db) &&
-		    now - pend[i].last_ms >= timeout_ms)
+		    now - pend[i].last_ms >= timeout_ms) {
 			pending_drop(&pend[i]);
-		else
-			left++;
+			continue;
+		}
+		due = pend[i].last_ms + pending_timeout_ms - now;
+		if (next == -1 || due < next)
+			next = due;
 	}
-	return left;
+	return next;
 }
 
+/* Armed while a load waits, for when the first one is due. */
 static void
 pending_timer(RedisModuleCtx *ctx, void *data)
 {
+	long long next = pending_expire(-1, pending_timeout_ms);
+
 	(void)data;
-	pend_timer = pending_expire(-1, pending_timeout_ms) > 0;
+	pend_timer = next >= 0;
 	if (pend_timer)
-		RM_CreateTimer(ctx, pending_timeout_ms, pending_timer, NULL);
+		RM_CreateTimer(ctx, next > 0 ? next : 1, pending_timer, NULL);
 }
 
 static void

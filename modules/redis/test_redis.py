@@ -347,6 +347,14 @@ def test_counters(s):
     r.delete("cnt", "cnt2")
 
 
+def wait_clients(r, n):
+    for _ in range(200):
+        if r.info("clients")["connected_clients"] == n:
+            return
+        time.sleep(0.01)
+    raise AssertionError("clients stay connected")
+
+
 def used_memory(r):
     return r.info("memory")["used_memory"]
 
@@ -364,18 +372,28 @@ def test_memory():
     used_memory(r)
     r.delete("m")
     used_memory(r)
-    for cap, grow in [(10 ** 6, 0), (10 ** 7, 0), (2 * 10 ** 6, 40000)]:
+    for cap, grow in [(10 ** 6, 0), (10 ** 7, 0), (10 ** 5, 300000)]:
         before = used_memory(r)
         r.execute_command("CF.RESERVE", "m", cap, "EXPANSION", 1)
-        add_many(r, "m", items("m", grow))   # with growth: more filters
+        if grow:   # growth: more filters, added from a connection of its
+            # own, closed after with the server's buffers for it
+            c = redis.Redis(port=s.port)
+            add_many(c, "m", items("m", grow))
+            c.connection_pool.disconnect()
+            wait_clients(r, 1)
+        check(grow == 0 or info(r, "m")["Number of filters"] > 1, "grown")
         usage = r.memory_usage("m")
         grew = used_memory(r) - before
-        check(abs(grew - usage) <= usage / 100,
+        # Within 1 %; after a burst of 300,000 pipelined commands the
+        # server's own buffers differ by up to some 40 KB, whoever sent
+        # them (each growth itself adds what MEMORY USAGE adds, exactly).
+        slack = max(usage / 100, 64 << 10 if grow else 0)
+        check(abs(grew - usage) <= slack,
               "capacity %d: used_memory +%d, MEMORY USAGE %d" %
               (cap, grew, usage))
         check(0 <= usage - info(r, "m")["Size"] <= 256, "CF.INFO Size")
         r.delete("m")
-        check(abs(used_memory(r) - before) <= usage / 100,
+        check(abs(used_memory(r) - before) <= slack,
               "capacity %d: given back" % cap)
     # The rule: a filter's first table must fit in what maxmemory leaves.
     m = error(r, "CF.RESERVE", "huge", 10 ** 8)
@@ -403,7 +421,7 @@ def test_memory():
 def test_pending_loads():
     """Unfinished LOADCHUNK loads hold their chunks in the server's memory
     until FLUSHALL / FLUSHDB or PENDING_TIMEOUT seconds without a chunk."""
-    s = Server("pending", modargs=["PENDING_TIMEOUT", "1"])
+    s = Server("pending", modargs=["PENDING_TIMEOUT", "3"])
     r = s.r
     r.execute_command("CF.RESERVE", "src", 10 ** 7)
     add_many(r, "src", items("src", 100))
@@ -411,35 +429,30 @@ def test_pending_loads():
     check(len(chunks) == 2, "two chunks")
     r.delete("src")
 
-
-    def first_chunk():
+    def load(chunk):
         # From a connection of its own, closed after: the server frees
-        # its 16 MiB query buffer with it.
+        # its query buffer (megabytes) with it, so that r's used_memory
+        # sees the load alone.
         c = redis.Redis(port=s.port)
-        check(c.execute_command("CF.LOADCHUNK", "dst", *chunks[0]) == b"OK",
-              "first chunk")
-        c.connection_pool.disconnect()
-        for _ in range(100):
-            if r.info("clients")["connected_clients"] == 1:
-                break
-            time.sleep(0.01)
-        else:
-            raise AssertionError("the loading client stays connected")
+        try:
+            return c.execute_command("CF.LOADCHUNK", "dst", *chunk)
+        except ResponseError as e:
+            return str(e)
+        finally:
+            c.connection_pool.disconnect()
+            wait_clients(r, 1)
 
-    first_chunk()   # makes the server's buffers of that size once
-    r.flushall()
+    # The load's bytes are in used_memory while it waits and leave with
+    # it (measured after the loading client has gone with its buffers).
     for flush in [lambda: r.flushall(), lambda: r.flushdb(),
-                  lambda: time.sleep(2.5)]:
-        before = used_memory(r)
-        first_chunk()
-        check(used_memory(r) - before >= len(chunks[0][1]) * 0.99,
-              "the chunk is counted in used_memory: %d" %
-              (used_memory(r) - before))
+                  lambda: time.sleep(4.5)]:
+        check(load(chunks[0]) == b"OK", "first chunk")
+        held = used_memory(r)
         flush()
-        check(used_memory(r) - before < 1 << 20, "given back: %d" %
-              (used_memory(r) - before))
-        check(error(r, "CF.LOADCHUNK", "dst", *chunks[1]) == "not found",
-              "the load is gone")
+        freed = held - used_memory(r)
+        check(freed >= len(chunks[0][1]) * 0.99,
+              "the chunk was counted and given back: %d" % freed)
+        check(load(chunks[1]) == "not found", "the load is gone")
     # A FLUSHDB of another database leaves it.
     r.execute_command("CF.LOADCHUNK", "dst", *chunks[0])
     r2 = redis.Redis(port=s.port, db=1)
