@@ -17,6 +17,7 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -27,14 +28,16 @@
  * (segmented LRU with TinyLFU up to mostly recency), 20 % without admission
  * (segmented LRU), plain LRU, and W-TinyLFU's 1 % window with steady
  * frequencies (no aging, no chance admission: what a loop larger than the
- * cache needs, tinylfu_internal.h).  Protected is 80 % of main throughout
- * (Caffeine's).
+ * cache needs, tinylfu_internal.h), and LIRS (policy.h).  Protected is 80
+ * % of main throughout (Caffeine's).
  */
 const struct admit_policy_config admit_minisim_configs[ADMIT_MINISIM_N] = {
-	{ 0, 80, true, false }, { 1, 80, true, false }, { 5, 80, true, false },
-	{ 20, 80, true, false }, { 50, 80, true, false }, { 80, 80, true, false },
-	{ 20, 80, false, false }, { 100, 0, false, false },
-	{ 1, 80, true, true },
+	{ 0, 80, true, false, 0 }, { 1, 80, true, false, 0 },
+	{ 5, 80, true, false, 0 }, { 20, 80, true, false, 0 },
+	{ 50, 80, true, false, 0 }, { 80, 80, true, false, 0 },
+	{ 20, 80, false, false, 0 }, { 100, 0, false, false, 0 },
+	{ 1, 80, true, true, 0 },
+	{ 0, 0, false, false, ADMIT_POLICY_LIRS },
 };
 
 #define NIL UINT32_MAX
@@ -52,6 +55,18 @@ struct mini {
 	uint64_t used;                  /* nodes in the policy */
 	uint64_t hits;                  /* this period */
 	double score;                   /* decayed hits */
+	/* Decayed, since the last switch: gets this one hit and the current
+	 * configuration's missed, and the reverse (McNemar's discordant
+	 * pairs). */
+	double win, loss;
+	uint64_t banned_until;          /* a period; see end_check() */
+};
+
+/* The real cache's own hits against a mini cache's on the same sampled
+ * gets: the sum of (real hit - mini hit) and the count of gets where they
+ * differ. */
+struct paired {
+	double diff, disc, n;
 };
 
 struct admit_minisim {
@@ -66,7 +81,18 @@ struct admit_minisim {
 	uint64_t gets, period;          /* this period's gets, its length */
 	double reqs;                    /* decayed gets */
 	unsigned current;
-	uint64_t switches;
+	uint64_t switches, undone;
+	uint64_t periods;
+	/* The real cache against the current configuration's mini cache,
+	 * decayed, since the last switch: what it had. */
+	struct paired had;
+	/* After a switch from prev: the real cache against prev's mini
+	 * cache, from skip gets after the switch, for one period. */
+	bool checking;
+	unsigned prev;
+	uint64_t skip;
+	double d0, v0;                  /* had's mean difference, its variance */
+	struct paired after, after_cur; /* against prev's, current's mini */
 	admit_minisim_admit_fn admit;
 	void *admit_ctx;
 	size_t bytes;
@@ -125,8 +151,16 @@ op_drop(void *ctx, struct admit_policy_node *n, bool rejected)
 	mc->used--;
 }
 
+static uint64_t
+op_hash(void *ctx, const struct admit_policy_node *n)
+{
+	(void)ctx;
+	return mnode_of(n)->hash;
+}
+
 static const struct admit_policy_ops mini_ops = {
 	.weight = op_weight, .over = op_over, .admit = op_admit, .drop = op_drop,
+	.hash = op_hash,
 };
 
 struct admit_minisim *
@@ -185,6 +219,15 @@ admit_minisim_new(uint64_t max_weight, uint64_t entries,
 		admit_policy_init(&m->mini[i].pol, &mini_ops, &m->mini[i],
 		                  mini_weight, max_weight == entries,
 		                  &admit_minisim_configs[i]);
+		/* LIRS's non-resident HIR blocks: at most about as many as
+		 * it holds (S bounded at twice the cache, as libCacheSim). */
+		if (admit_minisim_configs[i].family == ADMIT_POLICY_LIRS) {
+			if (!admit_policy_ghosts(&m->mini[i].pol, nodes)) {
+				admit_minisim_free(m);
+				return NULL;
+			}
+			m->bytes += admit_policy_ghost_bytes(&m->mini[i].pol);
+		}
 	}
 	return m;
 }
@@ -197,6 +240,7 @@ admit_minisim_free(struct admit_minisim *m)
 	for (unsigned i = 0; i < ADMIT_MINISIM_N; i++) {
 		admit_free(m->pool[i]);
 		admit_free(m->bucket[i]);
+		admit_policy_free(&m->mini[i].pol);
 	}
 	admit_free(m);
 }
@@ -225,28 +269,124 @@ lookup(struct admit_minisim *m, unsigned i, uint64_t h)
 	return NULL;
 }
 
-/* Ends a period: decays the scores and moves to the best configuration
- * if it beats the current one by the hysteresis. */
+static void
+paired_add(struct paired *p, bool real_hit, bool mini_hit)
+{
+	p->diff += (double)real_hit - (double)mini_hit;
+	p->disc += real_hit != mini_hit;
+	p->n += 1;
+}
+
+/* Moves to configuration k: the evidence relative to the old one starts
+ * over. */
+static void
+switch_to(struct admit_minisim *m, unsigned k)
+{
+	m->current = k;
+	m->switches++;
+	for (unsigned i = 0; i < ADMIT_MINISIM_N; i++)
+		m->mini[i].win = m->mini[i].loss = 0;
+	m->had = (struct paired){ 0 };
+}
+
+/*
+ * Whether the best mini cache beats the current configuration's by more
+ * than the margin and by more than its sampling error.  Both ran on the
+ * same gets, so their difference is a paired one: win - loss over the
+ * discordant gets, whose standard error under "no difference" is
+ * sqrt(win + loss) (McNemar's test); the switch needs win - loss >
+ * ADMIT_MINISIM_Z x that.
+ */
+static void
+decide(struct admit_minisim *m)
+{
+	unsigned best = m->current;
+	double reqs = m->reqs + (double)m->gets;
+	struct mini *b;
+
+	if (m->checking)
+		return;
+	for (unsigned i = 0; i < ADMIT_MINISIM_N; i++) {
+		struct mini *mc = &m->mini[i];
+
+		if (mc->banned_until > m->periods)
+			continue;
+		if (mc->score + (double)mc->hits >
+		    m->mini[best].score + (double)m->mini[best].hits)
+			best = i;
+	}
+	b = &m->mini[best];
+	if (best == m->current ||
+	    b->score + (double)b->hits <=
+	    m->mini[m->current].score + (double)m->mini[m->current].hits +
+	    (admit_minisim_configs[best].family ==
+	     admit_minisim_configs[m->current].family
+	     ? ADMIT_MINISIM_HYSTERESIS : ADMIT_MINISIM_FAMILY_HYSTERESIS) * reqs ||
+	    b->win - b->loss <= ADMIT_MINISIM_Z * sqrt(b->win + b->loss))
+		return;
+	if (m->had.n > 0) {
+		/* What the real cache had against the configuration it
+		 * leaves: the check compares the same difference after. */
+		m->checking = true;
+		m->prev = m->current;
+		m->skip = m->period / 4;
+		m->d0 = m->had.diff / m->had.n;
+		m->v0 = m->had.disc / (m->had.n * m->had.n);
+		m->after = m->after_cur = (struct paired){ 0 };
+	}
+	switch_to(m, best);
+}
+
+/*
+ * The check of a switch from prev, after the switch had time to take hold
+ * (a quarter period) and over one period: the real cache's hits minus
+ * prev's mini cache's, per get (d1), against the same difference before
+ * the switch (d0, then against the mini cache it ran).  Both caches saw
+ * the same gets, so the difference of differences cancels what the
+ * workload did meanwhile.  A switch is undone when it made the real cache
+ * worse than what it had by more than ADMIT_MINISIM_Z standard errors of
+ * d0 - d1 (sqrt(v0 + v1), each a discordant count over n squared), and
+ * the real cache also fell short of its new configuration's mini cache by
+ * as much (the simulation's gain did not carry over to the real cache;
+ * a gain the workload took from both is no reason to undo).  The undone
+ * configuration is not chosen again for ADMIT_MINISIM_BAN periods.
+ */
+static void
+end_check(struct admit_minisim *m)
+{
+	double d1 = m->after.diff / m->after.n;
+	double v1 = m->after.disc / (m->after.n * m->after.n);
+	double c1 = m->after_cur.diff / m->after_cur.n;
+	double w1 = m->after_cur.disc / (m->after_cur.n * m->after_cur.n);
+	unsigned bad = m->current;
+
+	m->checking = false;
+	if (m->d0 - d1 > ADMIT_MINISIM_Z * sqrt(m->v0 + v1) &&
+	    m->d0 - c1 > ADMIT_MINISIM_Z * sqrt(m->v0 + w1)) {
+		m->mini[bad].banned_until = m->periods + ADMIT_MINISIM_BAN;
+		switch_to(m, m->prev);
+		m->undone++;
+	}
+}
+
+/* Ends a period: decays the scores and the evidence. */
 static void
 end_period(struct admit_minisim *m)
 {
-	unsigned best = m->current;
-
 	m->reqs = m->reqs * ADMIT_MINISIM_DECAY + (double)m->gets;
 	for (unsigned i = 0; i < ADMIT_MINISIM_N; i++) {
 		struct mini *mc = &m->mini[i];
 
 		mc->score = mc->score * ADMIT_MINISIM_DECAY + (double)mc->hits;
 		mc->hits = 0;
-		if (mc->score > m->mini[best].score)
-			best = i;
+		mc->win *= ADMIT_MINISIM_DECAY;
+		mc->loss *= ADMIT_MINISIM_DECAY;
 	}
+	m->had.diff *= ADMIT_MINISIM_DECAY;
+	m->had.disc *= ADMIT_MINISIM_DECAY;
+	m->had.n *= ADMIT_MINISIM_DECAY;
 	m->gets = 0;
-	if (m->mini[best].score >
-	    m->mini[m->current].score + ADMIT_MINISIM_HYSTERESIS * m->reqs) {
-		m->current = best;
-		m->switches++;
-	}
+	m->periods++;
 }
 
 /* Stores h, absent from mini cache i, through its policy. */
@@ -272,13 +412,18 @@ insert(struct admit_minisim *m, unsigned i, uint64_t h, uint32_t w)
 /* A mini cache fills its own misses, as the real cache's caller does
  * after a miss: the real cache's set follows only its own misses, and a
  * key the real cache holds may be missing here.  The weight is a guess
- * (the mean an entry may have) that a set corrects. */
-unsigned
-admit_minisim_get(struct admit_minisim *m, uint64_t h)
+ * (the mean an entry may have) that a set corrects.  real: the real
+ * cache's outcome (1 hit, 0 miss), or -1 if not known (no check). */
+static unsigned
+get(struct admit_minisim *m, uint64_t h, int real)
 {
+	bool hit[ADMIT_MINISIM_N], cur;
+	uint64_t quarter = m->period / 4;
+
 	for (unsigned i = 0; i < ADMIT_MINISIM_N; i++) {
 		struct mnode *x = lookup(m, i, h);
 
+		hit[i] = x != NULL;
 		if (x) {
 			m->mini[i].hits++;
 			admit_policy_hit(&m->mini[i].pol, &x->node);
@@ -286,9 +431,39 @@ admit_minisim_get(struct admit_minisim *m, uint64_t h)
 			insert(m, i, h, m->fill_weight);
 		}
 	}
+	cur = hit[m->current];
+	for (unsigned i = 0; i < ADMIT_MINISIM_N; i++) {
+		m->mini[i].win += hit[i] && !cur;
+		m->mini[i].loss += cur && !hit[i];
+	}
+	if (real >= 0) {
+		paired_add(&m->had, real, cur);
+		if (m->checking && m->skip) {
+			m->skip--;
+		} else if (m->checking) {
+			paired_add(&m->after, real, hit[m->prev]);
+			paired_add(&m->after_cur, real, cur);
+			if (m->after.n >= (double)m->period)
+				end_check(m);
+		}
+	}
 	if (++m->gets >= m->period)
 		end_period(m);
+	if (m->gets % quarter == 0)
+		decide(m);
 	return m->current;
+}
+
+unsigned
+admit_minisim_get(struct admit_minisim *m, uint64_t h)
+{
+	return get(m, h, -1);
+}
+
+unsigned
+admit_minisim_get_real(struct admit_minisim *m, uint64_t h, bool real_hit)
+{
+	return get(m, h, real_hit);
 }
 
 void
@@ -322,6 +497,12 @@ uint64_t
 admit_minisim_switches(const struct admit_minisim *m)
 {
 	return m->switches;
+}
+
+uint64_t
+admit_minisim_undone(const struct admit_minisim *m)
+{
+	return m->undone;
 }
 
 uint64_t

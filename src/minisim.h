@@ -5,8 +5,10 @@
  * sampling (Waldspurger et al., FAST 2015): a few small caches, each
  * running the policy core (policy.h) with another configuration on the
  * requests whose key hash falls in a fixed sample, score their hits; the
- * real cache takes the configuration of the one that hit most, with
- * hysteresis.  Internal: never installed, not exported.
+ * real cache takes the configuration of the one that hit most, when it
+ * beats the current one by a margin and by its sampling error, and gives
+ * it back when its own hits say the move made them worse.  Internal:
+ * never installed, not exported.
  *
  * Thread-safety: none; the owner serialises calls (admit_lru: a mutex of
  * its own, taken with trylock so a get never waits for it).
@@ -22,12 +24,16 @@
 #include "policy.h"
 
 /* Mini caches, one per configuration of admit_minisim_configs. */
-#define ADMIT_MINISIM_N 9
+#define ADMIT_MINISIM_N 10
 /* Index of plain LRU among them. */
 #define ADMIT_MINISIM_LRU 7
-/* Index of the configuration a cache starts with (1 % window, admission:
- * W-TinyLFU's default). */
-#define ADMIT_MINISIM_START 1
+/* Index of LIRS among them. */
+#define ADMIT_MINISIM_LIRS 9
+/* Index of the configuration a cache starts with: LIRS, whose state (which
+ * keys are LIR) takes a pass of the workload to build, where W-TinyLFU's
+ * (the sketch's counts) is kept whatever the policy runs, so a move to
+ * W-TinyLFU costs little and one to LIRS a lot (doc/hit-ratio.md). */
+#define ADMIT_MINISIM_START ADMIT_MINISIM_LIRS
 
 extern const struct admit_policy_config admit_minisim_configs[ADMIT_MINISIM_N];
 
@@ -69,10 +75,16 @@ admit_minisim_sample(uint64_t h, uint64_t threshold)
 	return h < threshold;
 }
 
-/* A get of a sampled key: each mini cache counts a hit or a miss.  Ends a
- * period every so many gets; returns the configuration index to use now
- * (unchanged but at a period's end). */
+/* A get of a sampled key: each mini cache counts a hit or a miss.  Every
+ * quarter period, moves to the best configuration if the evidence says so
+ * (minisim.c, decide()); returns the configuration index to use now. */
 unsigned admit_minisim_get(struct admit_minisim *m, uint64_t h);
+
+/* The same, told whether the real cache hit: after a switch, the real
+ * cache's own hits are compared with what it had, and a switch that made
+ * them worse is undone (minisim.c, end_check()). */
+unsigned admit_minisim_get_real(struct admit_minisim *m, uint64_t h,
+                                bool real_hit);
 
 /* A set of a sampled key of weight w: stored in each mini cache (a new key
  * through its policy's admission, a present one counts as a hit). */
@@ -81,8 +93,11 @@ void admit_minisim_set(struct admit_minisim *m, uint64_t h, uint64_t w);
 /* The chosen configuration's index. */
 unsigned admit_minisim_current(const struct admit_minisim *m);
 
-/* How many times the chosen configuration changed. */
+/* How many times the chosen configuration changed (undoing included). */
 uint64_t admit_minisim_switches(const struct admit_minisim *m);
+
+/* How many switches the real cache's hits undid. */
+uint64_t admit_minisim_undone(const struct admit_minisim *m);
 
 /* Entries each mini cache holds (the cache's own up to
  * ADMIT_MINISIM_MAX_ENTRIES): what its contest's sketch is sized for. */
@@ -95,15 +110,22 @@ size_t admit_minisim_bytes(const struct admit_minisim *m);
 #define ADMIT_MINISIM_MAX_ENTRIES 2048u
 
 /* Tuning, exposed for the tests: decay of the scores per period, the
- * margin in hit ratio the best must beat the current by, the period in
- * sampled gets per entry of a mini cache (at least 1000 gets).  Chosen by
- * a sweep (period 1, 3, 10; decay 0.8, 0.9; margin 0.25, 0.5, 1 point) on
- * half of the shared traces (gli, loop, multi1-3, sprite, 2_pools, scan),
- * checked on the other half (OLTP, P3, gcc, swim, orm-night, web12,
- * scarab-recs): doc/hit-ratio.md. */
+ * margin in hit ratio the best must beat the current by (within a family,
+ * and across families, where the move costs the real cache more), the
+ * period in sampled gets per entry of a mini cache (at least 1000 gets).
+ * Decay, margin and period were swept (period 1, 3, 10; decay 0.8, 0.9;
+ * margin 0.25, 0.5, 1 point) on half of the shared traces (gli, loop,
+ * multi1-3, sprite, 2_pools, scan), checked on the other half (OLTP, P3,
+ * gcc, swim, orm-night, web12, scarab-recs); the family margin and the
+ * start (1, 2 points; W-TinyLFU or LIRS) likewise: doc/hit-ratio.md. */
 #define ADMIT_MINISIM_DECAY 0.9
 #define ADMIT_MINISIM_HYSTERESIS 0.005
+#define ADMIT_MINISIM_FAMILY_HYSTERESIS 0.02
 #define ADMIT_MINISIM_PERIOD 1u
+/* Standard errors a difference must exceed to be acted on (a switch, an
+ * undo), and how many periods an undone configuration sits out. */
+#define ADMIT_MINISIM_Z 2.0
+#define ADMIT_MINISIM_BAN 8u
 
 /* For tests: the decayed hit ratio of mini cache i. */
 double admit_minisim_score(const struct admit_minisim *m, unsigned i);

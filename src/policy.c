@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "alloc.h"
 #include "policy.h"
 
 static inline void
@@ -43,6 +44,20 @@ static inline uint64_t
 weight_of(struct admit_policy *p, const struct admit_policy_node *n)
 {
 	return p->unit_weight ? 1 : p->ops->weight(p->ctx, n);
+}
+
+static inline bool
+is_lirs(const struct admit_policy *p)
+{
+	return p->cfg.family == ADMIT_POLICY_LIRS;
+}
+
+/* Every access stamps the node, whatever the family, so that a switch to
+ * LIRS finds S already ordered. */
+static inline void
+stamp(struct admit_policy *p, struct admit_policy_node *n)
+{
+	n->stamp = ++p->clock;
 }
 
 static void
@@ -97,6 +112,14 @@ set_bounds(struct admit_policy *p)
 	uint64_t max = p->max_weight, main;
 	unsigned w = p->cfg.window_percent, q = p->cfg.protected_percent;
 
+	if (is_lirs(p)) {
+		uint64_t hir = max / 100 * ADMIT_POLICY_LIRS_HIR_PERCENT +
+		               max % 100 * ADMIT_POLICY_LIRS_HIR_PERCENT / 100;
+
+		p->window_max = 0;
+		p->protected_max = max - (hir ? hir : max > 1);
+		return;
+	}
 	if (w >= 100) {
 		p->window_max = UINT64_MAX;
 		p->protected_max = 0;
@@ -123,6 +146,77 @@ admit_policy_init(struct admit_policy *p, const struct admit_policy_ops *ops,
 	set_bounds(p);
 }
 
+bool
+admit_policy_ghosts(struct admit_policy *p, uint64_t entries)
+{
+	uint64_t n = 16;
+
+	while (n < entries && n < (UINT64_C(1) << 40))
+		n *= 2;
+	admit_free(p->ghost);
+	p->ghost = admit_calloc(n, sizeof(*p->ghost));
+	p->ghost_mask = p->ghost ? n - 1 : 0;
+	return p->ghost != NULL;
+}
+
+void
+admit_policy_free(struct admit_policy *p)
+{
+	admit_free(p->ghost);
+	p->ghost = NULL;
+	p->ghost_mask = 0;
+}
+
+uint64_t
+admit_policy_ghost_bytes(const struct admit_policy *p)
+{
+	return p->ghost ? (p->ghost_mask + 1) * sizeof(*p->ghost) : 0;
+}
+
+/* Remembers an evicted node's key and stamp. */
+static void
+ghost_put(struct admit_policy *p, const struct admit_policy_node *n)
+{
+	uint64_t h;
+
+	if (!p->ghost)
+		return;
+	h = p->ops->hash(p->ctx, n);
+	p->ghost[h & p->ghost_mask] = (h >> 32 << 32) | n->stamp;
+}
+
+/* The stamp an evicted key had, forgetting it; false if none is kept.
+ * A slot is empty as 0: a ghost of hash < 2^32 with stamp 0 is lost. */
+static bool
+ghost_take(struct admit_policy *p, const struct admit_policy_node *n,
+           uint32_t *st)
+{
+	uint64_t h, *g;
+
+	if (!p->ghost)
+		return false;
+	h = p->ops->hash(p->ctx, n);
+	g = &p->ghost[h & p->ghost_mask];
+	if (*g == 0 || *g >> 32 != h >> 32)
+		return false;
+	*st = (uint32_t)*g;
+	*g = 0;
+	return true;
+}
+
+/* Whether an access stamped st is in LIRS's stack S: no older than the
+ * bottom LIR block (S after pruning).  Distances in the 32-bit clock:
+ * exact while S spans fewer than 2^32 accesses. */
+static bool
+in_stack(const struct admit_policy *p, uint32_t st)
+{
+	const struct admit_policy_node *h = &p->seg[ADMIT_SEG_PROTECTED];
+
+	if (h->next == h)
+		return true;
+	return (uint32_t)(p->clock - st) <= (uint32_t)(p->clock - h->next->stamp);
+}
+
 static void
 demote_protected_overflow(struct admit_policy *p)
 {
@@ -133,6 +227,33 @@ demote_protected_overflow(struct admit_policy *p)
 		move(p, n, ADMIT_SEG_PROBATION);
 }
 
+/*
+ * Into LIRS, every entry becomes LIR, coldest at the bottom of S:
+ * probation's entries under protected's, the window's on top; then LIR's
+ * surplus (probation's coldest) goes to Q as LIRS's bounds say.  Leaving
+ * probation and the window in Q instead would make Q, evicted first in
+ * first out, hold most of the cache, and LIR grow only by Q's hits: on
+ * mixed loops, a pass of FIFO (doc/hit-ratio.md).  O(entries in probation
+ * and the window).
+ */
+static void
+to_lirs(struct admit_policy *p)
+{
+	struct admit_policy_node *n, *h = &p->seg[ADMIT_SEG_PROTECTED];
+
+	while ((n = p->seg[ADMIT_SEG_PROBATION].prev) !=
+	       &p->seg[ADMIT_SEG_PROBATION]) {
+		take(p, n);
+		n->seg = ADMIT_SEG_PROTECTED;
+		p->weight[ADMIT_SEG_PROTECTED] += weight_of(p, n);
+		p->count[ADMIT_SEG_PROTECTED]++;
+		push_mru(h->next, n);   /* before the LRU end: the new bottom */
+	}
+	while ((n = lru_of(p, ADMIT_SEG_WINDOW)))
+		move(p, n, ADMIT_SEG_PROTECTED);
+	demote_protected_overflow(p);
+}
+
 void
 admit_policy_configure(struct admit_policy *p, const struct admit_policy_config *cfg)
 {
@@ -141,6 +262,11 @@ admit_policy_configure(struct admit_policy *p, const struct admit_policy_config 
 	p->cfg = *cfg;
 	set_bounds(p);
 	demote_protected_overflow(p);
+	if (is_lirs(p)) {
+		to_lirs(p);
+		debug_check(p);
+		return;
+	}
 	/* A shrunk window hands its surplus to probation without a contest:
 	 * the owner's size does not change (Caffeine does the same). */
 	while (p->weight[ADMIT_SEG_WINDOW] > p->window_max &&
@@ -156,16 +282,65 @@ admit_policy_configure(struct admit_policy *p, const struct admit_policy_config 
 	debug_check(p);
 }
 
+/* LIRS: a block enters LIR while LIR has room in a cache not yet full
+ * (the cold start), or when its ghost is still in S (a non-resident HIR
+ * block reused within the LIR blocks' recency); else it is a resident HIR
+ * block at Q's tail. */
+static void
+lirs_insert(struct admit_policy *p, struct admit_policy_node *n)
+{
+	uint32_t old;
+	bool in_s = ghost_take(p, n, &old) && in_stack(p, old);
+
+	stamp(p, n);
+	if (in_s || (admit_policy_weight(p) + weight_of(p, n) <= p->max_weight &&
+	             p->weight[ADMIT_SEG_PROTECTED] + weight_of(p, n) <=
+	             p->protected_max)) {
+		add(p, n, ADMIT_SEG_PROTECTED);
+		demote_protected_overflow(p);
+	} else {
+		add(p, n, ADMIT_SEG_PROBATION);
+	}
+}
+
 void
 admit_policy_insert(struct admit_policy *p, struct admit_policy_node *n)
 {
-	add(p, n, ADMIT_SEG_WINDOW);
+	if (is_lirs(p)) {
+		lirs_insert(p, n);
+	} else {
+		stamp(p, n);
+		add(p, n, ADMIT_SEG_WINDOW);
+	}
 	admit_policy_evict(p);
+}
+
+/* LIRS: a LIR block goes to the top of S (pruning is implicit: the bottom
+ * is protected's LRU end); a resident HIR block reused within S becomes
+ * LIR and the bottom LIR block moves to Q's tail; else it stays HIR, at
+ * Q's tail.  While LIR has room (a delete made some), any reused block
+ * becomes LIR. */
+static void
+lirs_hit(struct admit_policy *p, struct admit_policy_node *n)
+{
+	bool in_s = n->seg == ADMIT_SEG_PROTECTED || in_stack(p, n->stamp) ||
+	            p->weight[ADMIT_SEG_PROTECTED] + weight_of(p, n) <=
+	            p->protected_max;
+
+	stamp(p, n);
+	move(p, n, in_s ? ADMIT_SEG_PROTECTED : ADMIT_SEG_PROBATION);
+	demote_protected_overflow(p);
 }
 
 void
 admit_policy_hit(struct admit_policy *p, struct admit_policy_node *n)
 {
+	if (is_lirs(p)) {
+		lirs_hit(p, n);
+		debug_check(p);
+		return;
+	}
+	stamp(p, n);
 	if (n->seg == ADMIT_SEG_PROBATION && p->protected_max > 0) {
 		move(p, n, ADMIT_SEG_PROTECTED);
 		demote_protected_overflow(p);
@@ -186,6 +361,7 @@ admit_policy_replace(struct admit_policy *p, struct admit_policy_node *old,
 	p->weight[k] -= weight_of(p, old);
 	p->weight[k] += weight_of(p, n);
 	n->seg = (uint8_t)k;
+	n->stamp = old->stamp;
 	n->prev = old->prev;
 	n->next = old->next;
 	n->prev->next = n;
@@ -217,6 +393,7 @@ static void
 drop(struct admit_policy *p, struct admit_policy_node *n, bool rejected)
 {
 	take(p, n);
+	ghost_put(p, n);
 	p->ops->drop(p->ctx, n, rejected);
 }
 

@@ -5,7 +5,11 @@
  * the admission contest between the window's overflow and main's victim,
  * and the moving of the segments' bounds when the configuration changes
  * (Einziger, Eden, Friedman, Manes, "Adaptive Software Cache Management",
- * Middleware 2018; Caffeine's BoundedLocalCache).
+ * Middleware 2018; Caffeine's BoundedLocalCache); or, as a second family
+ * over the same lists, LIRS (Jiang, Zhang, "LIRS: an efficient low
+ * inter-reference recency set replacement policy", SIGMETRICS 2002), with
+ * a table of ghosts (recently evicted keys) for its non-resident HIR
+ * blocks.  A change of family keeps every entry (admit_policy_configure).
  *
  * The same code runs the real shards (src/cache/shard.c, under the shard mutex) and
  * the miniature caches that choose their configuration (src/minisim.c), so
@@ -32,10 +36,22 @@ enum admit_policy_seg {
 	ADMIT_SEG_COUNT
 };
 
-/* Links of a circular list through a sentinel; next goes towards MRU. */
+/* Links of a circular list through a sentinel; next goes towards MRU.
+ * stamp fills the padding after seg: the node stays 24 bytes. */
 struct admit_policy_node {
 	struct admit_policy_node *prev, *next;
 	uint8_t seg;                    /* enum admit_policy_seg */
+	uint32_t stamp;                 /* the policy's clock at the last
+	                                 * access: the node's place in LIRS's
+	                                 * stack S */
+};
+
+/* The families.  In LIRS, protected holds the LIR blocks in stack order
+ * (LRU end: the bottom of S), probation is the queue Q of resident HIR
+ * blocks (LRU end: the next victim), the window is empty. */
+enum admit_policy_family {
+	ADMIT_POLICY_WTINYLFU,
+	ADMIT_POLICY_LIRS,
 };
 
 struct admit_policy_ops {
@@ -52,9 +68,12 @@ struct admit_policy_ops {
 	/* n has left the policy (unlinked, weight removed) to make room; the
 	 * owner forgets it.  rejected: it lost a contest as the candidate. */
 	void (*drop)(void *ctx, struct admit_policy_node *n, bool rejected);
+	/* The entry's key hash, for the ghosts; may be NULL when the policy
+	 * has no ghost table. */
+	uint64_t (*hash)(void *ctx, const struct admit_policy_node *n);
 };
 
-/* A configuration: the window's share of the capacity in percent (100 =
+/* A configuration: the family (zero: W-TinyLFU); for W-TinyLFU the window's share of the capacity in percent (100 =
  * plain LRU: nothing ever leaves the window but by eviction), the
  * protected segment's share of main, and whether the window's overflow
  * must win the contest to enter main (false: it always enters, main's
@@ -66,7 +85,12 @@ struct admit_policy_config {
 	unsigned protected_percent;     /* 0..100 */
 	bool admission;
 	bool steady;
+	uint8_t family;                 /* enum admit_policy_family */
 };
+
+/* LIRS's share of the capacity for resident HIR blocks, in percent: the
+ * paper's 1 % (its experiments; at least one entry). */
+#define ADMIT_POLICY_LIRS_HIR_PERCENT 1u
 
 struct admit_policy {
 	struct admit_policy_node seg[ADMIT_SEG_COUNT];   /* sentinels */
@@ -81,6 +105,10 @@ struct admit_policy {
 	bool unit_weight;               /* every weight is 1: ops->weight
 	                                 * is not called (the common case) */
 	uint64_t admitted, rejected, evicted;
+	uint32_t clock;                 /* accesses, for the stamps */
+	uint64_t *ghost;                /* (hash >> 32) << 32 | stamp, by
+	                                 * hash; NULL: no ghosts */
+	uint64_t ghost_mask;
 };
 
 /* Sets p up empty with capacity max_weight and configuration cfg.  With
@@ -89,9 +117,25 @@ void admit_policy_init(struct admit_policy *p, const struct admit_policy_ops *op
                        void *ctx, uint64_t max_weight, bool unit_weight,
                        const struct admit_policy_config *cfg);
 
+/* Gives p a table of ghosts for evicted keys: the smallest power of two
+ * of 8-byte slots at least entries (at least 16), direct-mapped by hash (a
+ * newer ghost takes an older one's slot); ops->hash must be set.  False when out of memory (p then
+ * runs without ghosts: LIRS forgets evicted keys at once). */
+bool admit_policy_ghosts(struct admit_policy *p, uint64_t entries);
+
+/* Frees the ghost table (the lists belong to the owner). */
+void admit_policy_free(struct admit_policy *p);
+
+/* Bytes of the ghost table. */
+uint64_t admit_policy_ghost_bytes(const struct admit_policy *p);
+
 /* Changes the configuration in place: the window shrinks by moving its LRU
  * surplus to probation, grows by taking main's coldest entries, protected's
- * surplus is demoted; nothing is evicted and the total weight is kept. */
+ * surplus is demoted; nothing is evicted and the total weight is kept.
+ * To LIRS: the window's entries join Q, protected's are the LIR blocks
+ * (LIR grows as HIR blocks are reused within S); from LIRS: LIR's
+ * surplus over protected's bound is demoted to probation.  O(entries
+ * moved): at most the window's and protected's bounds. */
 void admit_policy_configure(struct admit_policy *p,
                             const struct admit_policy_config *cfg);
 

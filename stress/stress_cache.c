@@ -292,11 +292,12 @@ main(int argc, char **argv)
 	       " sets (%" PRIu64 " rejected), %" PRIu64 " deletes; %" PRIu64
 	       " bad values, %" PRIu64 " errors; bytes max %" PRIu64 " of %" PRIu64
 	       " over %" PRIu64 " samples (%" PRIu64 " over); %" PRIu64
-	       " entries, %" PRIu64 " found\n",
+	       " entries, %" PRIu64 " found; %" PRIu64 " policy switches\n",
 	       ok ? "PASS" : "FAIL", sum.gets,
 	       sum.gets ? 100.0 * (double)sum.hits / (double)sum.gets : 0.0,
 	       sum.sets, sum.rejected, sum.deletes, sum.bad + bad_after, sum.errors,
-	       mon.max_seen, cfg.bytes, mon.samples, mon.over, st.entries, found);
+	       mon.max_seen, cfg.bytes, mon.samples, mon.over, st.entries, found,
+	       st.sim_switches);
 	admit_lru_free(cache);
 	free(cdf);
 	return ok ? 0 : 1;

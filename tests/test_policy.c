@@ -79,15 +79,24 @@ o_drop(void *ctx, struct admit_policy_node *n, bool rejected)
 	o->nrejected += rejected;
 }
 
+static uint64_t
+o_hash(void *ctx, const struct admit_policy_node *n)
+{
+	struct owner *o = ctx;
+
+	return test_key((uint64_t)(node_of(n) - o->node));
+}
+
 static const struct admit_policy_ops ops = {
 	.weight = o_weight, .over = o_over, .admit = o_admit, .drop = o_drop,
+	.hash = o_hash,
 };
 
 static struct owner *
 owner_new(uint64_t max, unsigned window, unsigned prot, bool admission)
 {
 	struct owner *o = calloc(1, sizeof(*o));
-	struct admit_policy_config cfg = { window, prot, admission, false };
+	struct admit_policy_config cfg = { window, prot, admission, false, 0 };
 
 	ck_assert_ptr_nonnull(o);
 	o->max = max;
@@ -95,7 +104,15 @@ owner_new(uint64_t max, unsigned window, unsigned prot, bool admission)
 	for (unsigned i = 0; i < MAXN; i++)
 		o->node[i].w = 1;
 	admit_policy_init(&o->p, &ops, o, max, false, &cfg);
+	ck_assert(admit_policy_ghosts(&o->p, max));
 	return o;
+}
+
+static void
+owner_free(struct owner *o)
+{
+	admit_policy_free(&o->p);
+	free(o);
 }
 
 static void
@@ -139,7 +156,7 @@ START_TEST(test_plain_lru)
 	ck_assert_uint_eq(o->contests, 0);
 	ck_assert_uint_eq(admit_policy_window(&o->p), 3);
 	ck_assert(admit_policy_check(&o->p));
-	free(o);
+	owner_free(o);
 }
 END_TEST
 
@@ -167,7 +184,7 @@ START_TEST(test_segments)
 	ck_assert_uint_eq(l[0], 90);
 	ck_assert_uint_eq(l[19], 10);
 	ck_assert(admit_policy_check(&o->p));
-	free(o);
+	owner_free(o);
 }
 END_TEST
 
@@ -192,7 +209,7 @@ START_TEST(test_contest)
 	ck_assert_uint_eq(o->p.admitted, 1);
 	ck_assert_uint_eq(o->p.evicted, 1);
 	ck_assert_uint_eq(o->contests, 2);
-	free(o);
+	owner_free(o);
 
 	o = owner_new(10, 10, 80, false);
 	o->verdict = 0;                 /* never asked */
@@ -202,7 +219,7 @@ START_TEST(test_contest)
 	ck_assert_uint_eq(o->ndropped, 2);
 	ck_assert_uint_eq(o->dropped[0], 0);
 	ck_assert_uint_eq(o->dropped[1], 1);
-	free(o);
+	owner_free(o);
 }
 END_TEST
 
@@ -212,8 +229,8 @@ END_TEST
 START_TEST(test_configure)
 {
 	struct owner *o = owner_new(100, 1, 80, true);
-	struct admit_policy_config wide = { 50, 80, true, false },
-	                           narrow = { 0, 80, true, false };
+	struct admit_policy_config wide = { 50, 80, true, false, 0 },
+	                           narrow = { 0, 80, true, false, 0 };
 
 	for (unsigned i = 0; i < 100; i++)
 		put(o, i);
@@ -231,7 +248,7 @@ START_TEST(test_configure)
 	ck_assert_uint_eq(admit_policy_weight(&o->p), 100);
 	ck_assert_uint_eq(o->ndropped, 0);
 	ck_assert(admit_policy_check(&o->p));
-	free(o);
+	owner_free(o);
 }
 END_TEST
 
@@ -259,7 +276,7 @@ START_TEST(test_replace_remove)
 	}
 	ck_assert_uint_eq(admit_policy_weight(&o->p), 0);
 	ck_assert(admit_policy_check(&o->p));
-	free(o);
+	owner_free(o);
 }
 END_TEST
 
@@ -284,6 +301,8 @@ START_TEST(test_random)
 			struct admit_policy_config cfg = {
 				windows[(r >> 20) % 7], (unsigned)((r >> 30) % 101),
 				(r >> 40) & 1, false,
+				(r >> 41) % 3 == 0 ? ADMIT_POLICY_LIRS
+				                   : ADMIT_POLICY_WTINYLFU,
 			};
 
 			admit_policy_configure(&o->p, &cfg);
@@ -300,7 +319,63 @@ START_TEST(test_random)
 		tally(&t, admit_policy_weight(&o->p) <= o->max, i);
 	}
 	ck_assert_tally(t, "invariants");
-	free(o);
+	owner_free(o);
+}
+END_TEST
+
+/* LIRS on a loop one key longer than the cache: LRU would never hit; LIRS
+ * keeps its LIR blocks and cycles the rest through Q's single entry, so
+ * every pass after the first hits on all but two keys. */
+START_TEST(test_lirs_loop)
+{
+	struct owner *o = owner_new(100, 0, 0, false);
+	struct admit_policy_config lirs = { 0, 0, false, false,
+	                                    ADMIT_POLICY_LIRS };
+	unsigned hits = 0;
+
+	admit_policy_configure(&o->p, &lirs);
+	ck_assert_uint_eq(o->p.protected_max, 99);
+	for (unsigned pass = 0; pass < 20; pass++)
+		for (unsigned k = 0; k < 101; k++) {
+			if (o->node[k].in) {
+				hits += pass == 19;
+				admit_policy_hit(&o->p, &o->node[k].n);
+			} else {
+				put(o, k);
+			}
+		}
+	ck_assert_uint_ge(hits, 98);
+	ck_assert(admit_policy_check(&o->p));
+	owner_free(o);
+}
+END_TEST
+
+/* A change of family keeps every entry, both ways, and the bounds of the
+ * new family hold at once. */
+START_TEST(test_family_switch_keeps)
+{
+	struct owner *o = owner_new(100, 20, 80, true);
+	struct admit_policy_config lirs = { 0, 0, false, false,
+	                                    ADMIT_POLICY_LIRS },
+	                           wt = { 1, 80, true, false, 0 };
+
+	for (unsigned k = 0; k < 100; k++)
+		put(o, k);
+	for (unsigned k = 0; k < 100; k += 3)
+		admit_policy_hit(&o->p, &o->node[k].n);
+	ck_assert_uint_eq(admit_policy_weight(&o->p), 100);
+	admit_policy_configure(&o->p, &lirs);
+	ck_assert_uint_eq(o->ndropped, 0);
+	ck_assert_uint_eq(admit_policy_weight(&o->p), 100);
+	ck_assert_uint_eq(o->p.weight[ADMIT_SEG_PROTECTED], 99);
+	ck_assert_uint_eq(o->p.weight[ADMIT_SEG_WINDOW], 0);
+	ck_assert(admit_policy_check(&o->p));
+	admit_policy_configure(&o->p, &wt);
+	ck_assert_uint_eq(o->ndropped, 0);
+	ck_assert_uint_eq(admit_policy_weight(&o->p), 100);
+	ck_assert_uint_eq(o->p.weight[ADMIT_SEG_WINDOW], 1);
+	ck_assert(admit_policy_check(&o->p));
+	owner_free(o);
 }
 END_TEST
 
@@ -314,7 +389,7 @@ START_TEST(test_check_catches)
 		put(o, i);
 	o->node[9].n.seg = ADMIT_SEG_PROTECTED;
 	ck_assert(!admit_policy_check(&o->p));
-	free(o);
+	owner_free(o);
 }
 END_TEST
 
@@ -331,6 +406,8 @@ main(void)
 	tcase_add_test(tc, test_configure);
 	tcase_add_test(tc, test_replace_remove);
 	tcase_add_test(tc, test_random);
+	tcase_add_test(tc, test_lirs_loop);
+	tcase_add_test(tc, test_family_switch_keeps);
 #if ADMIT_DEBUG
 	tcase_add_test_raise_signal(tc, test_check_catches, SIGABRT);
 #else

@@ -6,24 +6,27 @@
  * own copies.  Capacity is a number of entries, a number of bytes, or both.
  *
  * Policies (struct admit_lru_config.policy):
- *   ADMIT_LRU_ADAPTIVE  (default) a window LRU in front of a segmented main
- *                       LRU (probation + protected, protected 80 % of main);
- *                       a key leaving the window enters main only if TinyLFU
- *                       rates it above main's victim.  It starts with a 1 %
- *                       window and picks its configuration by miniature
- *                       simulation (Waldspurger et al., USENIX ATC 2017):
- *                       9 small caches run the same policy on a hash-sampled
- *                       subset of the keys (all keys up to 2048 entries;
- *                       above, about 2048 entries each), with windows of 0,
- *                       1, 5, 20, 50, 80 % with admission, 20 % without,
- *                       plain LRU, and 1 % with TinyLFU steady (no aging,
- *                       no admission by chance: for loops larger than the
- *                       cache); every period (one mini cache's capacity
- *                       in sampled gets, at least 1000) their hit counts,
- *                       decayed by 0.9, are compared, and the cache moves to
- *                       the best when it beats the current one by 0.5 point.
- *                       Memory: about 7.3 bytes per entry at 131072 entries,
- *                       a constant 0.95 MB above (stats: sim_bytes).
+ *   ADMIT_LRU_ADAPTIVE  (default) one of two families over the same
+ *                       lists, chosen by miniature simulation (Waldspurger
+ *                       et al., USENIX ATC 2017): W-TinyLFU (a window LRU
+ *                       in front of a segmented main LRU, protected 80 %
+ *                       of main; a key leaving the window enters main only
+ *                       if TinyLFU rates it above main's victim) or LIRS
+ *                       (Jiang & Zhang, SIGMETRICS 2002; 1 % of the cache
+ *                       for resident HIR blocks, ghosts of evicted keys).
+ *                       10 small caches run the same policy on a
+ *                       hash-sampled subset of the keys (all keys up to
+ *                       2048 entries; above, about 2048 entries each):
+ *                       windows of 0, 1, 5, 20, 50, 80 % with admission,
+ *                       20 % without, plain LRU, 1 % with TinyLFU steady
+ *                       (no aging, no admission by chance), and LIRS.  It
+ *                       starts in LIRS and moves to the best when it beats
+ *                       the current one by 0.5 point (2 across families)
+ *                       and by twice its sampling error, and undoes a move
+ *                       after which its own hits fell.  A move keeps every
+ *                       entry.  Memory: about 8.1 bytes per entry at 131072
+ *                       entries, a constant 1.06 MB above (stats:
+ *                       sim_bytes), plus 8 to 16 bytes per entry of ghosts.
  *   ADMIT_LRU_WTINYLFU  the same with a fixed window (window_percent).
  *   ADMIT_LRU_TINYLFU   one LRU list; a new key is admitted only if TinyLFU
  *                       rates it above the LRU victim.

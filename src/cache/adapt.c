@@ -53,9 +53,10 @@ sim_admit(void *ctx, bool steady, uint64_t cand, uint64_t victim)
 /* Feeds a request to the simulation, unless another thread is in it.  w is
  * the weight of a set, 0 for a get; recorded tells whether the real cache
  * counted this request in its sketch, so the simulation's sketches count
- * what the real one does. */
+ * what the real one does; hit whether a get hit in the real cache (-1: not
+ * known), for the check of a switch (minisim.h). */
 static void
-sample(struct sim *s, uint64_t h, uint64_t w, bool recorded)
+sample(struct sim *s, uint64_t h, uint64_t w, bool recorded, int hit)
 {
 	if (pthread_mutex_trylock(&s->mu) != 0)
 		return;
@@ -66,7 +67,8 @@ sample(struct sim *s, uint64_t h, uint64_t w, bool recorded)
 	if (w) {
 		admit_minisim_set(s->m, h, w);
 	} else {
-		unsigned k = admit_minisim_get(s->m, h);
+		unsigned k = hit < 0 ? admit_minisim_get(s->m, h)
+		             : admit_minisim_get_real(s->m, h, hit);
 
 		/* Stored only when it changes: every shard's maintenance reads
 		 * it, and a store each sample would bounce its line between
@@ -83,7 +85,7 @@ sample(struct sim *s, uint64_t h, uint64_t w, bool recorded)
 static void
 on_get(struct admit_adapt *a, uint64_t h, bool hit)
 {
-	sample(sim_of(a), h, 0, hit);
+	sample(sim_of(a), h, 0, hit, hit);
 	if (hit)
 		admit_tinylfu_record_hash(a->tlfu, h);
 }
@@ -96,13 +98,13 @@ static void
 on_set(struct admit_adapt *a, uint64_t h, uint64_t w)
 {
 	admit_tinylfu_record_hash(a->tlfu, h);
-	sample(sim_of(a), h, w, true);
+	sample(sim_of(a), h, w, true, -1);
 }
 
 static void
 on_compute(struct admit_adapt *a, uint64_t h, bool recorded)
 {
-	sample(sim_of(a), h, 0, recorded);
+	sample(sim_of(a), h, 0, recorded, -1);
 }
 
 static unsigned

@@ -26,9 +26,9 @@
 
 /* The entries the cache will hold: its entry capacity, or for a byte
  * capacity alone a guess of entries of 4 x the per-entry overhead.  Sizes
- * the TinyLFU sketch and the default shard count. */
-static uint64_t
-entries_of(const struct admit_lru_config *cfg)
+ * the TinyLFU sketch, the default shard count and the shards' ghosts. */
+uint64_t
+admit_cache_entries(const struct admit_lru_config *cfg)
 {
 	uint64_t guess = cfg->capacity_bytes / (4 * ADMIT_LRU_ENTRY_OVERHEAD) + 1;
 
@@ -63,7 +63,8 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 	nshards = cfg->shards;
 	if (nshards == 0) {
 		/* At least 64 entries a shard. */
-		for (nshards = 16; nshards > 1 && entries_of(cfg) / nshards < 64;
+		for (nshards = 16;
+		     nshards > 1 && admit_cache_entries(cfg) / nshards < 64;
 		     nshards /= 2)
 			;
 	}
@@ -86,7 +87,7 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 
 		if (cfg->tinylfu)
 			tc = *cfg->tinylfu;
-		tc.cache_capacity = entries_of(cfg);
+		tc.cache_capacity = admit_cache_entries(cfg);
 		tc.seed = c->seed ^ ADMIT_GOLDEN64;
 		st = admit_tinylfu_new_config(&tc, &c->tlfu);
 		if (st != ADMIT_OK)
@@ -97,7 +98,7 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 		struct admit_adapt_params p = {
 			.max_weight = c->by_bytes ? cfg->capacity_bytes
 			                          : cfg->capacity,
-			.entries = entries_of(cfg), .tlfu = c->tlfu,
+			.entries = admit_cache_entries(cfg), .tlfu = c->tlfu,
 			.tinylfu = cfg->tinylfu, .seed = c->seed,
 		};
 

@@ -335,8 +335,17 @@ op_drop(void *ctx, struct admit_policy_node *n, bool rejected)
 	unindex_locked(s, e);
 }
 
+/* The key hash, for LIRS's ghosts of evicted keys. */
+static uint64_t
+op_hash(void *ctx, const struct admit_policy_node *n)
+{
+	(void)ctx;
+	return admit_entry_of(n)->hash;
+}
+
 static const struct admit_policy_ops shard_ops = {
 	.weight = op_weight, .over = op_over, .admit = op_admit, .drop = op_drop,
+	.hash = op_hash,
 };
 
 /* ---- life ----------------------------------------------------------------- */
@@ -347,14 +356,15 @@ start_config(enum admit_lru_policy policy, unsigned window_percent)
 {
 	switch (policy) {
 	case ADMIT_LRU_PLAIN:
-		return (struct admit_policy_config){ 100, 0, false, false };
+		return (struct admit_policy_config){ 100, 0, false, false, 0 };
 	case ADMIT_LRU_TINYLFU:
-		return (struct admit_policy_config){ 0, 0, true, false };
+		return (struct admit_policy_config){ 0, 0, true, false, 0 };
 	case ADMIT_LRU_ADAPTIVE:
 		return admit_minisim_configs[ADMIT_MINISIM_START];
 	default:
 		return (struct admit_policy_config){ window_percent,
-		                                     PROTECTED_PERCENT, true, false };
+		                                     PROTECTED_PERCENT, true, false,
+		                                     ADMIT_POLICY_WTINYLFU };
 	}
 }
 
@@ -385,6 +395,16 @@ shard_init(struct admit_lru *c, struct shard *s, const struct admit_lru_config *
 		admit_index_destroy(&s->ix);
 		return ADMIT_NOMEM;
 	}
+	/* LIRS's non-resident HIR blocks, as the simulation's LIRS keeps
+	 * them: one slot per entry (a byte capacity's entries guessed as
+	 * the simulation's are). */
+	if (c->policy == ADMIT_LRU_ADAPTIVE &&
+	    !admit_policy_ghosts(&s->pol, part(admit_cache_entries(cfg),
+	                                       c->nshards, i))) {
+		admit_mutex_destroy(&s->mu);
+		admit_index_destroy(&s->ix);
+		return ADMIT_NOMEM;
+	}
 	return ADMIT_OK;
 }
 
@@ -403,4 +423,5 @@ shard_destroy(struct shard *s)
 	admit_expiry_destroy(&s->exp);
 	admit_index_destroy(&s->ix);
 	admit_mutex_destroy(&s->mu);
+	admit_policy_free(&s->pol);
 }

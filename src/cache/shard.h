@@ -84,6 +84,10 @@ shard_of(const struct admit_lru *c, uint64_t h)
 /* One hash per request serves the index and the sketch alike. */
 uint64_t shard_hash(const struct admit_lru *c, const void *key, size_t klen);
 
+/* The entries cfg's cache will hold: its capacity, or for a byte capacity
+ * a guess (cache.c). */
+uint64_t admit_cache_entries(const struct admit_lru_config *cfg);
+
 /* Sets s up as shard i of n for cfg; ADMIT_NOMEM when out of memory. */
 enum admit_status shard_init(struct admit_lru *c, struct shard *s,
                              const struct admit_lru_config *cfg, unsigned i,
