@@ -235,7 +235,9 @@ cached_parse_line(const char *line, size_t len, struct cached_req *req)
 	size_t n, i;
 
 	memset(req, 0, sizeof(*req));
-	n = cached_tokenize(line, end, t, 3);
+	/* The command word, and the rest of the line as one token: a get's
+	 * keys are read once, by take_keys. */
+	n = cached_tokenize(line, end, t, 2);
 	if (n == 0)
 		return CACHED_PARSE_ERROR;
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
@@ -261,6 +263,7 @@ cached_parse_line(const char *line, size_t len, struct cached_req *req)
 	case CACHED_GATS:
 		if (n < 2)
 			return CACHED_PARSE_ERROR;
+		n = cached_tokenize(t[1].p, end, t + 1, 2) + 1;
 		if (!cached_tok_i32(&t[1], &req->exptime))
 			return client_error(req, "invalid exptime argument");
 		return take_keys(req, n == 3 ? t[2].p : end, end);
