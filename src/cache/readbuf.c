@@ -22,20 +22,21 @@ admit_readbuf_init(struct admit_readbuf *b)
 	}
 }
 
+_Thread_local unsigned admit_readbuf_thread_ring
+	__attribute__((tls_model("initial-exec")));
+
 /* One process-wide counter serves every buffer: a distinct-enough number
  * per thread is all the choice needs. */
 static _Atomic unsigned next_ring;
-static _Thread_local unsigned thread_ring;  /* index + 1; 0 = not chosen */
 
-struct admit_readbuf_ring *
-admit_readbuf_mine(struct admit_readbuf *b)
+unsigned
+admit_readbuf_choose(void)
 {
-	if (!thread_ring)
-		/* relaxed: see above. */
-		thread_ring = atomic_fetch_add_explicit(&next_ring, 1,
-		                                        memory_order_relaxed) %
-		              ADMIT_READBUF_RINGS + 1;
-	return &b->ring[thread_ring - 1];
+	/* relaxed: see above. */
+	admit_readbuf_thread_ring = atomic_fetch_add_explicit(&next_ring, 1,
+	                                                      memory_order_relaxed) %
+	                            ADMIT_READBUF_RINGS + 1;
+	return admit_readbuf_thread_ring;
 }
 
 size_t

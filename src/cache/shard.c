@@ -158,14 +158,12 @@ shard_lock(struct shard *s)
 	maintain_locked(s);
 }
 
+/* The ring was full: as if pushed and drained at once. */
 void
-shard_note_access(struct shard *s, struct entry *e)
+shard_note_access_full(struct shard *s, struct entry *e)
 {
 	uintptr_t ev = (uintptr_t)e;
 
-	if (admit_readbuf_push(admit_readbuf_mine(&s->rb), ev))
-		return;
-	/* As if pushed and drained at once. */
 	shard_lock(s);
 	apply_events(s, &ev, 1);
 	shard_unlock(s);

@@ -128,7 +128,16 @@ shard_lookup(struct shard *s, uint64_t h, const void *key, size_t klen)
  * its ring is full, applied at once under the mutex: no access is ever
  * dropped.  In the read-side section that found e: reclaim.h relies on
  * every push of an entry ending before the grace period does. */
-void shard_note_access(struct shard *s, struct entry *e) ADMIT_EXCLUDES(s->mu);
+void shard_note_access_full(struct shard *s, struct entry *e)
+	ADMIT_EXCLUDES(s->mu);
+static inline void shard_note_access(struct shard *s, struct entry *e)
+	ADMIT_EXCLUDES(s->mu);
+static inline void
+shard_note_access(struct shard *s, struct entry *e)
+{
+	if (!admit_readbuf_push(admit_readbuf_mine(&s->rb), (uintptr_t)e))
+		shard_note_access_full(s, e);
+}
 
 /* The entry of key, with an expired one removed on the way and reported
  * absent; *where as admit_index_find's. */
