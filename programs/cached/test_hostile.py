@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-# admit-cached against the hostile-client probe of issue 16, one check per
-# defect it found, each written to fail on the server it was found in:
+# admit-cached against hostile clients, one check per defect a probe found,
+# each written to fail on the server it was found in:
 #   stream     a refused get after pipelined big values leaves whole replies
 #   flush_at   a delayed flush_all removes only items stored before it fires
 #   flush_cap  flushed items release their capacity (new keys all admitted)
@@ -13,7 +13,7 @@
 #   atomic     concurrent appends to one key all land
 #   stalled    many stalled uploads stay within --conn-memory plus the
 #              per-connection allowance (checked on the server's RSS)
-# and of issue 24 (replies compared with memcached 1.6.18's):
+# and where its replies differed from memcached 1.6.18's:
 #   half_close every reply sent before a half-closed connection closes
 #   pipeline   10,000 requests in one write, all answered
 #   data_block an extra token is ignored; a data block never runs
