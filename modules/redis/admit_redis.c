@@ -45,6 +45,7 @@
 #include <admit/cuckoo.h>
 
 #include "hash.h"
+#include "snapfile.h"
 #include "redis_api.h"
 
 /* RedisBloom's documented defaults and ranges. */
@@ -233,23 +234,6 @@ cf_create(RedisModuleString *key, long long capacity, long long expansion,
 #define TRAILER_MAGIC "ADMITDEL"
 #define TRAILER_LEN 24
 
-static void
-put64(unsigned char *b, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		b[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t
-get64(const unsigned char *b)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | b[i];
-	return v;
-}
-
 static enum admit_status
 cf_dump(const struct cf *cf, unsigned char **buf, size_t *len)
 {
@@ -265,8 +249,8 @@ cf_dump(const struct cf *cf, unsigned char **buf, size_t *len)
 		return ADMIT_NOMEM;
 	}
 	memcpy(b + n, TRAILER_MAGIC, 8);
-	put64(b + n + 8, cf->deleted);
-	put64(b + n + 16, admit_hash(b + n, 16, 0));
+	snap_put64(b + n + 8, cf->deleted);
+	snap_put64(b + n + 16, admit_hash(b + n, 16, 0));
 	*buf = b;
 	*len = n + TRAILER_LEN;
 	return ADMIT_OK;
@@ -879,7 +863,7 @@ dump_total(const unsigned char *b, size_t have)
 
 		if (off + 8 > have)
 			return 0;
-		fl = get64(b + off);
+		fl = snap_get64(b + off);
 		if (fl > UINT64_MAX / 2 - off)
 			return UINT64_MAX;
 		off += 8 + fl;
@@ -1031,11 +1015,11 @@ cmd_loadchunk(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 		const unsigned char *t = p->buf + chain_len;
 
 		if (memcmp(t, TRAILER_MAGIC, 8) != 0 ||
-		    get64(t + 16) != admit_hash(t, 16, 0)) {
+		    snap_get64(t + 16) != admit_hash(t, 16, 0)) {
 			pending_drop(p);
 			return RM_ReplyWithError(ctx, ERR_CHUNK);
 		}
-		deleted = get64(t + 8);
+		deleted = snap_get64(t + 8);
 	}
 	st = cf_restore(p->buf, chain_len, deleted, &cf);
 	if (st != ADMIT_OK) {
