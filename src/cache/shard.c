@@ -162,6 +162,15 @@ shard_lock(struct shard *s)
 	maintain_locked(s);
 }
 
+void
+shard_try_maintain(struct shard *s)
+{
+	if (!admit_mutex_trylock(&s->mu))
+		return;  /* its holder's maintenance or unlock is under way */
+	maintain_locked(s);
+	admit_mutex_unlock(&s->mu);
+}
+
 /* The ring was full: as if pushed and drained at once. */
 void
 shard_note_access_full(struct shard *s, struct entry *e)
