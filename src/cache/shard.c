@@ -241,12 +241,13 @@ shard_find_live_locked(struct shard *s, uint64_t h, const void *key,
 
 bool
 shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
-                   _Atomic(struct entry *) *where)
+                   _Atomic(struct entry *) *where, bool force)
 {
 	size_t charge = admit_entry_charge(e->klen, e->vlen);
 	bool kept;
 
 	s->fresh = e;
+	s->forced = force;
 	if (old) {
 		admit_index_replace_locked(where, old, e);
 		admit_policy_replace(&s->pol, &old->node, &e->node);
@@ -265,6 +266,7 @@ shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
 	}
 	kept = s->fresh != NULL;
 	s->fresh = NULL;
+	s->forced = false;
 	admit_index_grow_locked(&s->ix, s->entries);
 	admit_reclaim_flush_locked(&s->rec);
 	return kept;
@@ -319,13 +321,16 @@ op_over(void *ctx)
 	return over_capacity(ctx);
 }
 
-/* TinyLFU's contest, on the hashes the index already holds. */
+/* TinyLFU's contest, on the hashes the index already holds; a forced
+ * store's own entry wins without one. */
 static bool
 op_admit(void *ctx, const struct admit_policy_node *cand,
          const struct admit_policy_node *victim)
 {
 	const struct shard *s = ctx;
 
+	if (s->forced && admit_entry_of(cand) == s->fresh)
+		return true;
 	return admit_tinylfu_admit_hash(s->c->tlfu, admit_entry_of(cand)->hash,
 	                                admit_entry_of(victim)->hash);
 }

@@ -50,6 +50,7 @@ struct shard {
 	struct admit_policy pol;        /* the lists, segments and contest */
 	const struct entry *fresh;      /* the entry a set stores, until the
 	                                 * policy drops it */
+	bool forced;                    /* fresh wins every contest */
 	unsigned config;                /* the adaptation's index applied */
 	uint64_t entries, bytes;
 	uint64_t max_entries, max_bytes;/* 0 = no such limit */
@@ -155,9 +156,11 @@ struct entry *shard_find_live_locked(struct shard *s, uint64_t h,
 
 /* e (new, filled, unpublished) takes the place of old (found through
  * where), or is inserted at where when old is NULL; then the bounds are
- * restored.  False when e itself was turned away. */
+ * restored.  With force, e wins every admission contest it meets there
+ * (ADMIT_LRU_STORE_FORCE).  False when e itself was dropped. */
 bool shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
-                        _Atomic(struct entry *) *where) ADMIT_REQUIRES(s->mu);
+                        _Atomic(struct entry *) *where, bool force)
+	ADMIT_REQUIRES(s->mu);
 
 /* Takes e out of the policy and the index; freed after a grace period. */
 void shard_remove_locked(struct shard *s, struct entry *e) ADMIT_REQUIRES(s->mu);
