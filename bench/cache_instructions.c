@@ -20,6 +20,7 @@
  */
 #include "config.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -35,17 +36,26 @@
 
 static uint64_t warm[WARM], ops[2][OPS];
 
-static __attribute__((noinline)) unsigned
-loop_get100(struct admit_lru *c, const uint64_t *k)
+/* Gets of every key of k, through admit_lru_peek() if peek; inlined in
+ * each loop with peek a constant. */
+static inline __attribute__((always_inline)) unsigned
+read_all(struct admit_lru *c, const uint64_t *k, bool peek)
 {
 	unsigned char buf[64];
 	unsigned hits = 0;
 	size_t len;
 
 	for (unsigned i = 0; i < OPS; i++)
-		hits += admit_lru_get(c, &k[i], 8, buf, sizeof(buf), &len) ==
+		hits += (peek ? admit_lru_peek(c, &k[i], 8, buf, sizeof(buf), &len)
+		              : admit_lru_get(c, &k[i], 8, buf, sizeof(buf), &len)) ==
 		        ADMIT_OK;
 	return hits;
+}
+
+static __attribute__((noinline)) unsigned
+loop_get100(struct admit_lru *c, const uint64_t *k)
+{
+	return read_all(c, k, false);
 }
 
 /* The read path without its trace (no event, no sample): the hash, the
@@ -53,14 +63,7 @@ loop_get100(struct admit_lru *c, const uint64_t *k)
 static __attribute__((noinline)) unsigned
 loop_peek(struct admit_lru *c, const uint64_t *k)
 {
-	unsigned char buf[64];
-	unsigned hits = 0;
-	size_t len;
-
-	for (unsigned i = 0; i < OPS; i++)
-		hits += admit_lru_peek(c, &k[i], 8, buf, sizeof(buf), &len) ==
-		        ADMIT_OK;
-	return hits;
+	return read_all(c, k, true);
 }
 
 static __attribute__((noinline)) unsigned
