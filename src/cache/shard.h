@@ -127,17 +127,24 @@ shard_lookup(struct shard *s, uint64_t h, const void *key, size_t klen)
 
 /* A read's access (e, or NULL for a miss) queued for the drain, or, when
  * its ring is full, applied at once under the mutex: no access is ever
- * dropped.  In the read-side section that found e: reclaim.h relies on
- * every push of an entry ending before the grace period does. */
+ * dropped.  Every half ring its reader runs the maintenance if the mutex
+ * is free (the holder drains otherwise), so the rings seldom fill and a
+ * read seldom waits.  In the read-side section that found e: reclaim.h
+ * relies on every push of an entry ending before the grace period does. */
 void shard_note_access_full(struct shard *s, struct entry *e)
 	ADMIT_EXCLUDES(s->mu);
+void shard_try_maintain(struct shard *s) ADMIT_EXCLUDES(s->mu);
 static inline void shard_note_access(struct shard *s, struct entry *e)
 	ADMIT_EXCLUDES(s->mu);
 static inline void
 shard_note_access(struct shard *s, struct entry *e)
 {
-	if (!admit_readbuf_push(admit_readbuf_mine(&s->rb), (uintptr_t)e))
+	struct admit_readbuf_ring *r = admit_readbuf_mine(&s->rb);
+
+	if (!admit_readbuf_push(r, (uintptr_t)e))
 		shard_note_access_full(s, e);
+	else if (__builtin_expect(admit_readbuf_due(r), 0))
+		shard_try_maintain(s);
 }
 
 /* The entry of key, with an expired one removed on the way and reported
