@@ -209,6 +209,12 @@ admit_tinylfu_set_steady(struct admit_tinylfu *t, bool steady)
 }
 
 uint64_t
+tinylfu_seed(const struct admit_tinylfu *t)
+{
+	return t->seed;
+}
+
+uint64_t
 admit_tinylfu_hash(const struct admit_tinylfu *t, const void *key, size_t len)
 {
 	if (!t || !admit_key_ok(key, len))

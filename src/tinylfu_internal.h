@@ -25,6 +25,9 @@
  */
 void admit_tinylfu_set_steady(struct admit_tinylfu *t, bool steady);
 
+/* The seed admit_tinylfu_hash() hashes keys with. */
+uint64_t tinylfu_seed(const struct admit_tinylfu *t);
+
 /* Where a hash's record lands in the frequency store, found once by
  * tinylfu_prefetch_hash() for tinylfu_record_where(). */
 struct tinylfu_where {

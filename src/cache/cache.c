@@ -23,6 +23,7 @@
 #include "cache/shard.h"
 #include "hash.h"
 #include "rcu.h"
+#include "tinylfu_internal.h"
 
 /* The entries the cache will hold: its entry capacity, or for a byte
  * capacity alone a guess of entries of 4 x the per-entry overhead.  Sizes
@@ -94,6 +95,8 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 			goto out;
 		st = ADMIT_NOMEM;
 	}
+	c->hash_seed = c->tlfu ? tinylfu_seed(c->tlfu) : c->seed;
+	c->hash_prepared = admit_hash8_prepare(c->hash_seed);
 	if (c->policy == ADMIT_LRU_ADAPTIVE) {
 		struct admit_adapt_params p = {
 			.max_weight = c->by_bytes ? cfg->capacity_bytes
@@ -200,28 +203,40 @@ copy_value(const struct entry *e, void *arg)
 	return ADMIT_OK;
 }
 
+/* get and peek: the arguments checked, then the read path; h computed
+ * here unless hashed. */
+static inline __attribute__((always_inline)) enum admit_status
+copy_read(struct admit_lru *c, bool hashed, uint64_t h, const void *key,
+          size_t klen, void *buf, size_t bufsize, size_t *vlen, bool traced)
+{
+	struct copy x = { buf, bufsize, vlen };
+
+	if (!c || !vlen || !admit_key_ok(key, klen) || (!buf && bufsize))
+		return ADMIT_EINVAL;
+	return read_path(c, hashed ? h : shard_hash(c, key, klen), key, klen,
+	                 traced, copy_value, &x);
+}
+
 enum admit_status
 admit_lru_get_hashed(struct admit_lru *c, uint64_t h, const void *key,
                      size_t klen, void *buf, size_t bufsize, size_t *vlen)
 {
-	struct copy x = { buf, bufsize, vlen };
-
-	if (!c || !vlen || !admit_key_ok(key, klen) || (!buf && bufsize))
-		return ADMIT_EINVAL;
-	return read_path(c, h, key, klen, true, copy_value, &x);
+	return copy_read(c, true, h, key, klen, buf, bufsize, vlen, true);
 }
 
+enum admit_status
+admit_lru_get(struct admit_lru *c, const void *key, size_t klen, void *buf,
+              size_t bufsize, size_t *vlen)
+{
+	return copy_read(c, false, 0, key, klen, buf, bufsize, vlen, true);
+}
+
+/* Untraced: the read leaves no trace. */
 enum admit_status
 admit_lru_peek(struct admit_lru *c, const void *key, size_t klen, void *buf,
                size_t bufsize, size_t *vlen)
 {
-	struct copy x = { buf, bufsize, vlen };
-
-	if (!c || !vlen || !admit_key_ok(key, klen) || (!buf && bufsize))
-		return ADMIT_EINVAL;
-	/* Untraced: the read leaves no trace. */
-	return read_path(c, shard_hash(c, key, klen), key, klen, false,
-	                 copy_value, &x);
+	return copy_read(c, false, 0, key, klen, buf, bufsize, vlen, false);
 }
 
 struct reader {
@@ -550,16 +565,6 @@ admit_lru_hash(const struct admit_lru *c, const void *key, size_t klen)
 	if (!c || !admit_key_ok(key, klen))
 		return 0;
 	return shard_hash(c, key, klen);
-}
-
-enum admit_status
-admit_lru_get(struct admit_lru *c, const void *key, size_t klen, void *buf,
-              size_t bufsize, size_t *vlen)
-{
-	if (!c || !admit_key_ok(key, klen))
-		return ADMIT_EINVAL;
-	return admit_lru_get_hashed(c, shard_hash(c, key, klen), key, klen, buf,
-	                            bufsize, vlen);
 }
 
 enum admit_status

@@ -43,13 +43,6 @@
 #define EV_RECORD ((uintptr_t)1)
 _Static_assert(_Alignof(struct entry) > EV_RECORD, "EV_RECORD is a free bit");
 
-uint64_t
-shard_hash(const struct admit_lru *c, const void *key, size_t klen)
-{
-	return c->tlfu ? admit_tinylfu_hash(c->tlfu, key, klen)
-	               : admit_hash(key, klen, c->seed);
-}
-
 static inline uint64_t
 weight_of(const struct admit_lru *c, const struct entry *e)
 {

@@ -40,6 +40,7 @@
 #include "cache/locks.h"
 #include "cache/readbuf.h"
 #include "cache/reclaim.h"
+#include "hash.h"
 #include "policy.h"
 
 /* Every field is under mu but c, max_entries and max_bytes (constant), and
@@ -69,6 +70,8 @@ struct admit_lru {
 	bool by_bytes;                  /* weight unit: bytes, not entries */
 	enum admit_lru_policy policy;
 	uint64_t seed;
+	uint64_t hash_seed;             /* the sketch's seed, else seed */
+	uint64_t hash_prepared;         /* admit_hash8_prepare(hash_seed) */
 	struct admit_tinylfu *tlfu;     /* NULL for ADMIT_LRU_PLAIN */
 	struct admit_adapt *adapt;      /* ADMIT_LRU_ADAPTIVE's, else NULL */
 	struct admit_clock clock;
@@ -82,8 +85,15 @@ shard_of(const struct admit_lru *c, uint64_t h)
 	return &c->shards[c->nshards == 1 ? 0 : h >> c->shard_shift];
 }
 
-/* One hash per request serves the index and the sketch alike. */
-uint64_t shard_hash(const struct admit_lru *c, const void *key, size_t klen);
+/* One hash per request serves the index and the sketch alike: the
+ * sketch's own (admit_tinylfu_hash), inline. */
+static inline uint64_t
+shard_hash(const struct admit_lru *c, const void *key, size_t klen)
+{
+	if (klen == sizeof(uint64_t))
+		return admit_hash8(key, c->hash_prepared, c->hash_seed);
+	return admit_hash(key, klen, c->hash_seed);
+}
 
 /* The entries cfg's cache will hold: its capacity, or for a byte capacity
  * a guess (cache.c). */
