@@ -649,7 +649,10 @@ contains_many_w(const struct admit_cuckoo *f, size_t n,
 				pos[j].fp = 0; /* no key's: marks it invalid */
 				continue;
 			}
-			locate_w(f, cuckoo_hash(f, key, len),
+			/* w != 0: the filter hashes by version 2 (the
+			 * caller says), so an 8-byte key is admit_mul8's. */
+			locate_w(f, w && len == 8 ? admit_mul8(key, f->mul.k, f->mul.s)
+			                          : cuckoo_hash(f, key, len),
 			         w ? w : f->fp_bits, tab, pow2, &pos[j]);
 			__builtin_prefetch(bucket_addr_w(f, pos[j].i1, w));
 			__builtin_prefetch(bucket_addr_w(f, pos[j].i2, w));
@@ -666,7 +669,7 @@ admit_cuckoo_contains_many(const struct admit_cuckoo *f, size_t n,
 {
 	if (!f || !keys || !lens || !out)
 		return;
-	switch (f->lookup_width) {
+	switch (f->hash_version == CUCKOO_HASH_MUL8 ? f->lookup_width : 0) {
 	case 8:
 		if (f->pow2)
 			contains_many_w(f, n, keys, lens, out, 8, false, true);
