@@ -739,6 +739,49 @@ add_locked(struct admit_cuckoo *f, const struct cuckoo_pos *p, enum add_op op)
 	return ADMIT_FULL;
 }
 
+/*
+ * add_locked() for ADD_COPY into a membership filter of width w (8 or 16,
+ * a constant here): the same result, with the lane masks immediates, the
+ * table's type known and the empty slot set by an or.
+ */
+static inline __attribute__((always_inline)) enum admit_status
+copy_locked_w(struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
+{
+	const uint64_t ones = w == 8 ? 0x01010101ull : 0x0001000100010001ull;
+	const uint64_t high = ones << (w - 1), low = high - ones;
+
+	for (int k = 0; k < 2; k++) {
+		uint32_t i = k ? p->i2 : p->i1;
+		/* Under the stripes no other writer changes this word. */
+		uint64_t b = w == 8 ?
+		    atomic_load_explicit(&f->t32[i], memory_order_acquire) :
+		    atomic_load_explicit(&f->t64[i], memory_order_acquire);
+		uint64_t z = ~(((b & low) + low) | b) & high;
+
+		if (!z)
+			continue;
+		b |= (uint64_t)p->fp << (__builtin_ctzll(z) / w * w);
+		/* release: as bucket_store(). */
+		if (w == 8)
+			atomic_store_explicit(&f->t32[i], (uint32_t)b,
+			                      memory_order_release);
+		else
+			atomic_store_explicit(&f->t64[i], b, memory_order_release);
+		stat_add_locked(&stats_of(f, i)->items, 1);
+		return ADMIT_OK;
+	}
+	return ADMIT_FULL;
+}
+
+static enum admit_status
+copy_or_add_locked(struct admit_cuckoo *f, const struct cuckoo_pos *p,
+                   enum add_op op)
+{
+	if (op != ADD_COPY || f->counting)
+		return add_locked(f, p, op);
+	return f->slot_bits == 8 ? copy_locked_w(f, p, 8) : copy_locked_w(f, p, 16);
+}
+
 struct bfs_node {
 	uint32_t bucket;
 	int16_t parent;   /* index in the queue, -1 for a root */
@@ -878,7 +921,7 @@ add(struct admit_cuckoo *f, const struct cuckoo_pos *p, enum add_op op)
 		enum admit_status st;
 
 		cuckoo_lock_two(f, p->i1, p->i2);
-		st = add_locked(f, p, op);
+		st = copy_or_add_locked(f, p, op);
 		cuckoo_unlock_two(f, p->i1, p->i2);
 		if (st != ADMIT_FULL)
 			return st;
