@@ -277,7 +277,7 @@ cuckoo_locate_bits(const struct admit_cuckoo *f, const void *key, size_t len,
 	cuckoo_locate_hash(f, cuckoo_hash(f, key, len), fp_bits, p);
 }
 
-static inline void
+static inline __attribute__((always_inline)) void
 cuckoo_locate(const struct admit_cuckoo *f, const void *key, size_t len,
               struct cuckoo_pos *p)
 {
