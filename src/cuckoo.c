@@ -242,7 +242,12 @@ admit_cuckoo_new(const struct admit_cuckoo_config *cfg, struct admit_cuckoo **ou
 		return ADMIT_EINVAL;
 	return cuckoo_create(cfg->capacity, m, bits, cfg->counting, stripes,
 	                     cfg->seed ? cfg->seed : admit_random_seed(),
-	                     CUCKOO_HASH_MUL8, cfg->alloc, out);
+	                     /* Counting filters (TinyLFU's frequencies,
+	                      * whose keys are hashes already) keep XXH3:
+	                      * their lookups are not the hot path, and every
+	                      * hit ratio measured with them stays as it was. */
+	                     cfg->counting ? CUCKOO_HASH_XXH3 : CUCKOO_HASH_MUL8,
+	                     cfg->alloc, out);
 }
 
 void

@@ -11,7 +11,7 @@
  * handle (a key that is not 8 bytes, a counting filter, a NULL argument, a
  * stripe a writer holds or took meanwhile) it hands to
  * admit_cuckoo_contains().  It handles filters that hash 8-byte keys by
- * XXH3: those loaded from snapshot format 1.  Filters made by
+ * XXH3: those loaded from snapshot format 1.  Membership filters made by
  * admit_cuckoo_new() hash them by a seeded multiply the header does not
  * know, and their view's width is 0, so every call goes to the library,
  * whose lookup of such a filter takes fewer instructions than this header's
