@@ -71,7 +71,11 @@ struct admit_tinylfu {
  * first record.  It is only a placement hint, so one process-wide counter
  * for all instances is harmless. */
 static _Atomic unsigned next_stripe;
-static _Thread_local unsigned my_stripe; /* index + 1; 0 = not yet chosen */
+/* initial-exec: read with one instruction, not a call to __tls_get_addr
+ * per record (4 bytes of the static TLS surplus when the library is
+ * dlopen'd). */
+static _Thread_local unsigned my_stripe /* index + 1; 0 = not yet chosen */
+	__attribute__((tls_model("initial-exec")));
 
 static inline struct tlfu_stripe *
 stripe_of_thread(struct admit_tinylfu *t)
@@ -234,32 +238,28 @@ count(struct admit_tinylfu *t, const struct cuckoo_pos *p)
 }
 
 void
-tinylfu_prefetch_hash(const struct admit_tinylfu *t, uint64_t h)
+tinylfu_prefetch_hash(const struct admit_tinylfu *t, uint64_t h,
+                      struct tinylfu_where *w)
 {
-	struct cuckoo_pos p;
-
 	cbf_prefetch_hash(t->door, h);
-	cuckoo_locate(t->freq, &h, sizeof(h), &p);
-	__builtin_prefetch(cuckoo_bucket_addr(t->freq, p.i1), 1);
-	__builtin_prefetch(cuckoo_bucket_addr(t->freq, p.i2), 1);
+	cuckoo_locate(t->freq, &h, sizeof(h), &w->p);
+	__builtin_prefetch(cuckoo_bucket_addr(t->freq, w->p.i1), 1);
+	__builtin_prefetch(cuckoo_bucket_addr(t->freq, w->p.i2), 1);
 }
 
-enum admit_status
-admit_tinylfu_record_hash(struct admit_tinylfu *t, uint64_t h)
+/* The record of h, whose place in the frequency store is p. */
+static void
+record_at(struct admit_tinylfu *t, uint64_t h, const struct cuckoo_pos *p)
 {
 	struct tlfu_stripe *s;
-	struct cuckoo_pos p;
 	uint64_t n;
 
-	if (!t)
-		return ADMIT_EINVAL;
 	/* A key whose count is at its maximum (under skew, most records: the
 	 * hot keys) changes nothing, and is in the doorkeeper since it was
 	 * last cleared (aging halves every count below the maximum): its
 	 * record reads the store and writes nothing. */
-	cuckoo_locate(t->freq, &h, sizeof(h), &p);
-	if (!cuckoo_saturated(t->freq, &p) && !cbf_add_if_absent_hash(t->door, h))
-		count(t, &p);
+	if (!cuckoo_saturated(t->freq, p) && !cbf_add_if_absent_hash(t->door, h))
+		count(t, p);
 
 	s = stripe_of_thread(t);
 	/* relaxed: a count; the aging it triggers synchronises by itself. */
@@ -277,6 +277,24 @@ admit_tinylfu_record_hash(struct admit_tinylfu *t, uint64_t h)
 		    !atomic_load_explicit(&t->steady, memory_order_relaxed))
 			age(t);
 	}
+}
+
+void
+tinylfu_record_where(struct admit_tinylfu *t, uint64_t h,
+                     const struct tinylfu_where *w)
+{
+	record_at(t, h, &w->p);
+}
+
+enum admit_status
+admit_tinylfu_record_hash(struct admit_tinylfu *t, uint64_t h)
+{
+	struct cuckoo_pos p;
+
+	if (!t)
+		return ADMIT_EINVAL;
+	cuckoo_locate(t->freq, &h, sizeof(h), &p);
+	record_at(t, h, &p);
 	return ADMIT_OK;
 }
 

@@ -12,6 +12,8 @@
 
 #include <admit/tinylfu.h>
 
+#include "cuckoo_internal.h"
+
 /*
  * Steady mode: counts are never halved (the sample still counts records,
  * so the first aging after steady mode ends falls where it would have) and
@@ -23,12 +25,25 @@
  */
 void admit_tinylfu_set_steady(struct admit_tinylfu *t, bool steady);
 
+/* Where a hash's record lands in the frequency store, found once by
+ * tinylfu_prefetch_hash() for tinylfu_record_where(). */
+struct tinylfu_where {
+	struct cuckoo_pos p;
+};
+
 /*
  * Starts loading, for writing, the lines admit_tinylfu_record_hash(t, h)
  * will touch (the doorkeeper's block and the frequency store's two
  * buckets), so that a caller about to record a batch of hashes overlaps
- * their cache misses (lru.c's drain).  Changes nothing; t not NULL.
+ * their cache misses (admit_lru's drain), and fills *w for
+ * tinylfu_record_where().  Changes nothing; t not NULL.
  */
-void tinylfu_prefetch_hash(const struct admit_tinylfu *t, uint64_t h);
+void tinylfu_prefetch_hash(const struct admit_tinylfu *t, uint64_t h,
+                           struct tinylfu_where *w);
+
+/* admit_tinylfu_record_hash(t, h) with *w from tinylfu_prefetch_hash(t, h,
+ * w) (the store's buckets never move, so *w stays right); t not NULL. */
+void tinylfu_record_where(struct admit_tinylfu *t, uint64_t h,
+                          const struct tinylfu_where *w);
 
 #endif /* ADMIT_TINYLFU_INTERNAL_H */

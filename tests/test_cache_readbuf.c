@@ -1,8 +1,8 @@
 /*
  * Unit tests for the cache's read buffer (src/cache/readbuf.h): a ring
- * holds ADMIT_READBUF_SLOTS events and refuses the next, gives them back in
- * order, marks and heads agree, and concurrent producers lose no event and
- * keep each one's order.
+ * holds ADMIT_READBUF_SLOTS events and refuses the next, cues a drain each
+ * half ring, gives them back in order, marks and heads agree, and
+ * concurrent producers lose no event and keep each one's order.
  */
 #include <check.h>
 #include <pthread.h>
@@ -22,8 +22,12 @@ START_TEST(test_full_and_order)
 	admit_readbuf_init(b);
 	r = admit_readbuf_mine(b);
 	ck_assert_ptr_eq(admit_readbuf_mine(b), r);  /* one ring a thread */
-	for (uintptr_t i = 0; i < ADMIT_READBUF_SLOTS; i++)
+	for (uintptr_t i = 0; i < ADMIT_READBUF_SLOTS; i++) {
 		ck_assert(admit_readbuf_push(r, i * 8));
+		/* The drain's cue after each half ring's last push. */
+		ck_assert(admit_readbuf_due(r) ==
+		          ((i + 1) % (ADMIT_READBUF_SLOTS / 2) == 0));
+	}
 	ck_assert(!admit_readbuf_push(r, 1));
 	admit_readbuf_tails(b, &m);
 	ck_assert(!admit_readbuf_passed(b, &m));

@@ -463,6 +463,75 @@ START_TEST(test_compute_is_one_access)
 }
 END_TEST
 
+/* A forced store is kept where admission turns a plain one away: a new
+ * key, seen once, meets main's victims (TinyLFU: no window; W-TinyLFU: a
+ * window smaller than the entry), which are warm.  STORE loses the
+ * contest; STORE_FORCE wins it and a victim leaves instead. */
+struct forced {
+	enum admit_lru_verdict verdict;
+	const char *value;
+	size_t len;
+};
+
+static enum admit_lru_verdict
+store_forced(struct admit_lru_update *up, void *arg)
+{
+	const struct forced *f = arg;
+	void *b = admit_lru_update_alloc(up, f->len);
+
+	if (b)
+		memcpy(b, f->value, f->len);
+	return f->verdict;
+}
+
+START_TEST(test_compute_store_force)
+{
+	enum { N = 50, VLEN = 200 };
+	static char val[VLEN];
+	bool by_bytes = _i;
+	struct admit_lru *c = by_bytes
+		? make(0, N * (8 + VLEN + ADMIT_LRU_ENTRY_OVERHEAD), ADMIT_LRU_WTINYLFU, 1)
+		: make(N, 0, ADMIT_LRU_TINYLFU, 1);
+	struct forced plain = { ADMIT_LRU_STORE, val, VLEN };
+	struct forced force = { ADMIT_LRU_STORE_FORCE, val, VLEN };
+	struct admit_lru_stats st;
+	size_t vlen, present = 0;
+
+	memset(val, 'v', sizeof(val));
+	for (int round = 0; round < 5; round++)
+		for (uint64_t i = 0; i < N; i++)
+			if (admit_lru_peek(c, KEY(i), NULL, 0, &vlen) == ADMIT_NOTFOUND)
+				ck_assert_int_eq(admit_lru_compute(c, KEY(i), store_forced,
+				                                   &plain), ADMIT_OK);
+			else
+				admit_lru_get(c, KEY(i), NULL, 0, &vlen);
+	st = stats(c);
+	ck_assert_uint_eq(st.entries, N);
+	ck_assert_uint_eq(st.rejected + st.admitted + st.evicted, 0);
+
+	ck_assert_int_eq(admit_lru_compute(c, KEY(1000), store_forced, &plain),
+	                 ADMIT_REJECTED);
+	ck_assert_int_eq(admit_lru_peek(c, KEY(1000), NULL, 0, &vlen),
+	                 ADMIT_NOTFOUND);
+	ck_assert_int_eq(admit_lru_compute(c, KEY(1001), store_forced, &force),
+	                 ADMIT_OK);
+	ck_assert_int_eq(admit_lru_peek(c, KEY(1001), NULL, 0, &vlen), ADMIT_EBUFFER);
+	ck_assert_uint_eq(vlen, VLEN);
+	/* Present now: a forced store replaces it, as STORE does. */
+	ck_assert_int_eq(admit_lru_compute(c, KEY(1001), store_forced, &force),
+	                 ADMIT_OK);
+	st = stats(c);
+	ck_assert_uint_eq(st.entries, N);
+	ck_assert_uint_eq(st.rejected, 1);
+	ck_assert_uint_eq(st.admitted, 1);
+	ck_assert_uint_eq(st.evicted, 1);
+	for (uint64_t i = 0; i < N; i++)
+		present += admit_lru_peek(c, KEY(i), NULL, 0, &vlen) != ADMIT_NOTFOUND;
+	ck_assert_uint_eq(present, N - 1);
+	admit_lru_free(c);
+}
+END_TEST
+
 /* No lost update: threads increment counters with compute while readers
  * check, with get and get_with, that each counter only grows.  Without the
  * shard mutex around read, decide and store, increments are lost. */
@@ -1097,6 +1166,7 @@ main(void)
 	tcase_add_test(tc, test_compute_bad_args);
 	tcase_add_test(tc, test_compute_verdicts);
 	tcase_add_test(tc, test_compute_append);
+	tcase_add_loop_test(tc, test_compute_store_force, 0, 2);
 	tcase_add_loop_test(tc, test_compute_is_one_access, 0, 6);
 	tcase_add_test(tc, test_compute_no_lost_update);
 	tcase_add_test(tc, test_hashed_bad_args);

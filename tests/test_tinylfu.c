@@ -113,6 +113,37 @@ START_TEST(test_record_estimate)
 }
 END_TEST
 
+/* A record located by the prefetch (admit_lru's drain) is the record
+ * admit_tinylfu_record_hash() makes: two sketches of one seed, fed one
+ * skewed stream each way past an aging, estimate every key alike. */
+START_TEST(test_record_where)
+{
+	struct admit_tinylfu *a = make(100, 0, 0), *b = make(100, 0, 0);
+	struct admit_tinylfu_stats sa, sb;
+
+	for (uint64_t i = 0; i < 3000; i++) {
+		uint64_t h = admit_tinylfu_hash(a, KEY(i % 7 ? i % 37 : i));
+		struct tinylfu_where w;
+
+		ck_assert_int_eq(admit_tinylfu_record_hash(a, h), ADMIT_OK);
+		tinylfu_prefetch_hash(b, h, &w);
+		tinylfu_record_where(b, h, &w);
+	}
+	admit_tinylfu_stats(a, &sa);
+	admit_tinylfu_stats(b, &sb);
+	ck_assert_uint_eq(sa.records, 3000);
+	ck_assert_uint_eq(sb.records, 3000);
+	ck_assert_uint_eq(sb.agings, sa.agings);
+	ck_assert_uint_ge(sa.agings, 2);
+	for (uint64_t i = 0; i < 3000; i++)
+		ck_assert_uint_eq(admit_tinylfu_estimate(b, KEY(i)),
+		                  admit_tinylfu_estimate(a, KEY(i)));
+	ck_assert_uint_gt(admit_tinylfu_estimate(a, KEY(1)), 1);
+	admit_tinylfu_free(a);
+	admit_tinylfu_free(b);
+}
+END_TEST
+
 START_TEST(test_aging)
 {
 	/* Capacity 100: W = 1000 records. */
@@ -413,6 +444,7 @@ main(void)
 
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_record_estimate);
+	tcase_add_test(tc, test_record_where);
 	tcase_add_test(tc, test_aging);
 	tcase_add_test(tc, test_steady);
 	tcase_add_test(tc, test_admit);

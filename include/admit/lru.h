@@ -278,6 +278,13 @@ enum admit_lru_verdict {
 	ADMIT_LRU_STORE,     /* store the value written into the buffer of the
 	                      * last admit_lru_update_alloc call */
 	ADMIT_LRU_REMOVE,    /* delete the key (nothing to do if absent) */
+	ADMIT_LRU_STORE_FORCE, /* as STORE, but the new entry is admitted
+	                      * without TinyLFU's contest: it takes the
+	                      * place of the victims it meets, however
+	                      * rarely the key was seen (for a write whose
+	                      * reply promises the value is there: an
+	                      * add-if-absent used as a lock, a
+	                      * compare-and-set) */
 };
 
 /*
@@ -328,17 +335,24 @@ void *admit_lru_update_alloc(struct admit_lru_update *up, size_t vlen);
  * most recently used, and TinyLFU records its frequency once, whatever the
  * verdict), a miss when it was absent (counted; a stored new key is then
  * recorded once and enters as admit_lru_set's would, which admission may
- * turn away).
+ * turn away, unless the verdict is ADMIT_LRU_STORE_FORCE: then the entry
+ * wins every admission contest, and older entries are evicted to make
+ * room for it).
  * fn runs once, in the calling thread, holding the shard mutex: it must be
  * short, must not block, and must not call any admit_lru function on this
  * cache (it would wait for itself).  It keeps no pointer to up->old or to
  * the buffer after it returns.
- * Returns ADMIT_OK when the verdict was applied (KEEP, REMOVE, or STORE with
- * the new value in the cache); ADMIT_REJECTED when admission turned the
- * stored entry away (the key's old value is gone too, as for
- * admit_lru_set); ADMIT_ETOOBIG or ADMIT_NOMEM when fn chose STORE but its last
+ * Returns ADMIT_OK when the verdict was applied (KEEP, REMOVE, or STORE or
+ * STORE_FORCE with the new value in the cache); ADMIT_REJECTED when the
+ * stored entry was dropped at once (the key's old value is gone too, as
+ * for admit_lru_set): for STORE when admission turned it away, for
+ * STORE_FORCE only when the entry was itself the policy's next victim
+ * (the probation segment, or in LIRS the queue of resident HIR blocks,
+ * held no other entry: rare, after deletes or for an entry nearly as
+ * large as the shard); ADMIT_ETOOBIG or ADMIT_NOMEM
+ * when fn chose STORE or STORE_FORCE but its last
  * admit_lru_update_alloc failed (the key is unchanged); ADMIT_EINVAL for c
- * or fn NULL, key NULL with klen > 0, or an unknown verdict or STORE
+ * or fn NULL, key NULL with klen > 0, or an unknown verdict or a STORE
  * without a buffer (the key is unchanged; the access is still counted).
  * Thread-safety: any thread; takes the key's shard mutex only.
  */

@@ -36,6 +36,15 @@ cached_find_line(const char *buf, size_t n, size_t max_line, size_t *len,
 	return CACHED_LINE_OK;
 }
 
+/* The first space of [p, end), or end. */
+static const char *
+token_end(const char *p, const char *end)
+{
+	const char *sp = memchr(p, ' ', (size_t)(end - p));
+
+	return sp ? sp : end;
+}
+
 size_t
 cached_tokenize(const char *p, const char *end, struct cached_tok *t, size_t max)
 {
@@ -53,8 +62,7 @@ cached_tokenize(const char *p, const char *end, struct cached_tok *t, size_t max
 			t[n++].n = (size_t)(end - p);
 			break;
 		}
-		while (p < end && *p != ' ')
-			p++;
+		p = token_end(p, end);
 		t[n].n = (size_t)(p - t[n].p);
 		n++;
 	}
@@ -198,19 +206,24 @@ parse_storage(struct cached_req *req, struct cached_tok *t, size_t n)
 	return CACHED_PARSE_OK;
 }
 
+#define CMD(s, c) { s, sizeof(s) - 1, c }
+
+/* By how often clients send them: the lookup stops at the first match. */
 static const struct {
 	const char *name;
+	size_t len;
 	enum cached_cmd cmd;
 } commands[] = {
-	{ "get", CACHED_GET }, { "gets", CACHED_GETS }, { "set", CACHED_SET },
-	{ "add", CACHED_ADD }, { "replace", CACHED_REPLACE },
-	{ "append", CACHED_APPEND }, { "prepend", CACHED_PREPEND },
-	{ "cas", CACHED_CAS }, { "delete", CACHED_DELETE },
-	{ "incr", CACHED_INCR }, { "decr", CACHED_DECR },
-	{ "touch", CACHED_TOUCH }, { "flush_all", CACHED_FLUSH_ALL },
-	{ "verbosity", CACHED_VERBOSITY }, { "stats", CACHED_STATS },
-	{ "version", CACHED_VERSION }, { "quit", CACHED_QUIT },
-	{ "gat", CACHED_GAT }, { "gats", CACHED_GATS }, { "mn", CACHED_MN },
+	CMD("get", CACHED_GET), CMD("set", CACHED_SET),
+	CMD("gets", CACHED_GETS), CMD("delete", CACHED_DELETE),
+	CMD("add", CACHED_ADD), CMD("replace", CACHED_REPLACE),
+	CMD("append", CACHED_APPEND), CMD("prepend", CACHED_PREPEND),
+	CMD("cas", CACHED_CAS), CMD("incr", CACHED_INCR),
+	CMD("decr", CACHED_DECR), CMD("touch", CACHED_TOUCH),
+	CMD("gat", CACHED_GAT), CMD("gats", CACHED_GATS),
+	CMD("flush_all", CACHED_FLUSH_ALL), CMD("verbosity", CACHED_VERBOSITY),
+	CMD("stats", CACHED_STATS), CMD("version", CACHED_VERSION),
+	CMD("quit", CACHED_QUIT), CMD("mn", CACHED_MN),
 };
 
 /* A retrieval's key list from *p: the first key (if any) and the rest. */
@@ -241,7 +254,8 @@ cached_parse_line(const char *line, size_t len, struct cached_req *req)
 	if (n == 0)
 		return CACHED_PARSE_ERROR;
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (tok_is(&t[0], commands[i].name))
+		if (t[0].n == commands[i].len &&
+		    memcmp(t[0].p, commands[i].name, commands[i].len) == 0)
 			break;
 	if (i == sizeof(commands) / sizeof(commands[0])) {
 		/* memcached hangs up on an HTTP request line (a browser
@@ -352,8 +366,7 @@ cached_next_key(const char **p, const char *end, const char **key,
 	if (s == end)
 		return false;
 	*key = s;
-	while (s < end && *s != ' ')
-		s++;
+	s = token_end(s, end);
 	*klen = (size_t)(s - *key);
 	*p = s;
 	return true;

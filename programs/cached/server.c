@@ -443,24 +443,34 @@ starts_get(const char *buf, size_t n, bool *gets)
 }
 
 /* A get line buffered whole: refused as a whole if a key is too long (as
- * memcached does), else answered by get_keys from its first key. */
+ * memcached does), else answered: a single key at once, several by
+ * get_keys from the first. */
 static void
 start_get(struct conn *c, const struct cached_req *req)
 {
 	const char *p = req->rest, *end = req->rest + req->rest_len, *key;
 	size_t klen;
+	bool more = false;
 
 	while (cached_next_key(&p, end, &key, &klen)) {
 		if (klen > CACHED_KEY_MAX) {
 			out_str(c, "CLIENT_ERROR bad command line format\r\n");
 			return;
 		}
+		more = true;
 	}
-	/* Back to the first key: the line is still in the buffer. */
-	c->in_off = (size_t)(req->key - c->in);
 	c->gets = req->cmd == CACHED_GETS || req->cmd == CACHED_GATS;
 	c->gat = req->cmd == CACHED_GAT || req->cmd == CACHED_GATS;
 	c->gat_exptime = req->exptime;
+	if (!more && req->klen) {
+		/* One key: answered from the parsed line, as get_keys would
+		 * (its reply, or its refusal without END). */
+		if (get_key(c, req->key, req->klen))
+			out_str(c, "END\r\n");
+		return;
+	}
+	/* Back to the first key: the line is still in the buffer. */
+	c->in_off = (size_t)(req->key - c->in);
 	c->state = GET_KEYS;
 }
 
@@ -1029,6 +1039,8 @@ process(struct conn *c)
 		size_t avail = c->in_len - c->in_off, len, used;
 		struct cached_req req;
 
+		if (!avail)
+			return;  /* every state waits for input (runnable()) */
 		if (c->state == GET_KEYS) {
 			get_keys(c);
 			if (c->state == GET_KEYS)
@@ -1169,6 +1181,8 @@ runnable(const struct conn *c)
 
 	const char *buf = c->in + c->in_off;
 
+	if (!avail)
+		return false;  /* every state needs a byte (the common case) */
 	switch (c->state) {
 	case SWALLOW:
 	case SKIP_LINE:

@@ -8,6 +8,13 @@
  * key's shard mutex (so cas, incr and append need no lock of ours, and
  * each counts as one access).
  *
+ * Admission: a set (and an ms in set mode) is a plain store, which
+ * TinyLFU may turn away at once; it still answers STORED, as memcached's
+ * set of an item evicted at once does.  Every other store (add, replace,
+ * cas, append, prepend, incr, decr, touch, gat, the other ms modes, ma,
+ * mg's vivify) is forced past admission (ADMIT_LRU_STORE_FORCE): its reply
+ * promises the item is there, and an add used as a lock must hold.
+ *
  * Expiry is the cache's: memcached's exptime (seconds from now up to 30
  * days, a Unix time above, negative = already expired) becomes an absolute
  * time on admit_lru_now's clock when the command runs.  An absolute Unix
@@ -383,9 +390,11 @@ old_item(const struct admit_lru_update *up, uint64_t *cas, uint32_t *flags,
 
 /*
  * Writes the item header + a + b as up's new value, with a fresh CAS
- * unique unless cas is given (touch).  Returns the verdict: ADMIT_LRU_STORE
- * (if the buffer could not be had, admit_lru_compute reports why), or
- * ADMIT_LRU_KEEP with u->r = CACHED_TOO_LARGE past --max-item.
+ * unique unless cas is given (touch).  Returns the verdict:
+ * ADMIT_LRU_STORE_FORCE (if the buffer could not be had, admit_lru_compute
+ * reports why), or ADMIT_LRU_KEEP with u->r = CACHED_TOO_LARGE past
+ * --max-item.  Every store of these commands is forced past admission:
+ * their replies promise the item is there (an add used as a lock).
  */
 static enum admit_lru_verdict
 put(struct upd *u, struct admit_lru_update *up, uint32_t flags,
@@ -400,13 +409,13 @@ put(struct upd *u, struct admit_lru_update *up, uint32_t flags,
 	}
 	p = admit_lru_update_alloc(up, HDR + alen + blen);
 	if (!p)
-		return ADMIT_LRU_STORE;
+		return ADMIT_LRU_STORE_FORCE;
 	hdr_put(p, cas ? *cas : atomic_fetch_add(&u->st->cas_seq, 1) + 1, flags);
 	if (alen)
 		memcpy(p + HDR, a, alen);
 	if (blen)
 		memcpy(p + HDR + alen, b, blen);
-	return ADMIT_LRU_STORE;
+	return ADMIT_LRU_STORE_FORCE;
 }
 
 /* The updater of every read-modify-write command; runs under the key's
@@ -482,7 +491,7 @@ updater(struct admit_lru_update *up, void *arg)
 				memcpy(p + HDR, num, (size_t)len);
 				memset(p + HDR + len, ' ', oldlen - (size_t)len);
 			}
-			return ADMIT_LRU_STORE;
+			return ADMIT_LRU_STORE_FORCE;
 		}
 		return put(u, up, flags, NULL, num, (size_t)len, NULL, 0);
 	case CACHED_TOUCH:
@@ -531,10 +540,11 @@ compute(struct cached_store *st, struct cached_scratch *s,
 	hz_release(st, s);
 	switch (rc) {
 	case ADMIT_OK:
-	case ADMIT_REJECTED:  /* stored, then turned away by admission */
 		if (u.r == CACHED_NUMBER && value)
 			*value = u.value;
 		return u.r;
+	case ADMIT_REJECTED:  /* forced, yet dropped at once: no room */
+		return CACHED_NOMEM;
 	case ADMIT_ETOOBIG:
 		return CACHED_TOO_LARGE;
 	default:
@@ -668,7 +678,7 @@ next_cas(struct cached_store *st)
 }
 
 static enum admit_lru_verdict
-meta_updater(struct admit_lru_update *up, void *arg)
+meta_decide(struct admit_lru_update *up, void *arg)
 {
 	struct mupd *u = arg;
 	const struct cached_meta *m = u->m;
@@ -834,6 +844,21 @@ meta_updater(struct admit_lru_update *up, void *arg)
 	}
 }
 
+/* meta_decide's verdict, with every store forced past admission but an
+ * ms in set mode's: the others' replies promise the item is there (an ms
+ * in add mode used as a lock, mg's win token on a vivified item). */
+static enum admit_lru_verdict
+meta_updater(struct admit_lru_update *up, void *arg)
+{
+	struct mupd *u = arg;
+	const struct cached_meta *m = u->m;
+	enum admit_lru_verdict v = meta_decide(up, arg);
+
+	if (v == ADMIT_LRU_STORE && !(m->cmd == 's' && m->mode == 'S' && !m->has_C))
+		v = ADMIT_LRU_STORE_FORCE;
+	return v;
+}
+
 enum cached_meta_status
 cached_store_meta(struct cached_store *st, struct cached_scratch *s,
                   const struct cached_meta *m, const char *data,
@@ -851,6 +876,9 @@ cached_store_meta(struct cached_store *st, struct cached_scratch *s,
 	hz_release(st, s);
 	if (rc == ADMIT_ETOOBIG)
 		res->status = CACHED_META_TOO_LARGE;
+	else if (rc == ADMIT_REJECTED && res->status == CACHED_META_STORED &&
+	         (m->mode != 'S' || m->has_C))
+		res->status = CACHED_META_NOMEM;  /* forced, yet dropped at once */
 	else if (rc != ADMIT_OK && rc != ADMIT_REJECTED)
 		res->status = CACHED_META_NOMEM;
 	return res->status;

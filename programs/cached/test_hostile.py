@@ -23,6 +23,8 @@
 #   small      exptime, incr/decr numbers, stats, version/quit noreply
 #   fd_limit   at the descriptor limit: refused with a message, no spin
 #   meta       mg/ms/md/ma/mn, stale-while-revalidate and win tokens
+#   add_lock   add, ms in add mode and mg N store past admission: a
+#              second add of the key gets NOT_STORED, a get finds it
 # Run by make check through test_hostile.sh; needs only python3.
 import os
 import random
@@ -567,6 +569,54 @@ def t_meta(port):
     c.close()
 
 
+def t_add_lock():
+    """--memory 1 and a loop over about twice the cache's items, read and
+    stored on a miss, until admission turns newcomers away; then for 100
+    new keys each: add STORED, a second add NOT_STORED, a get finds it;
+    ms in add mode likewise (HD, then NS), and mg N hands one win token."""
+    p, port = start("--memory", "1", "--threads", "2")
+    try:
+        c = Conn(port)
+        val = b"v" * 100
+        keys = [b"loop%d" % i for i in range(12000)]
+        rejected = 0
+        for rnd in range(4):
+            for r in range(0, len(keys), 500):
+                c.send(b"get " + b" ".join(keys[r:r + 500]) + b"\r\n")
+                v, _ = c.get_reply()
+                c.send(b"".join(b"set %s 0 0 100 noreply\r\n%s\r\n" % (k, val)
+                                for k in keys[r:r + 500] if k not in v))
+            rejected = int(c.stats()["admission_rejected"])
+        check("add_lock: admission turns the loop's newcomers away (%d)" % rejected,
+              rejected > 1000)
+        bad = []
+        for i in range(100):
+            k = b"lk%d" % i
+            c.send(b"add %s 0 30 1\r\nx\r\nadd %s 0 30 1\r\ny\r\nget %s\r\n" % (k, k, k))
+            first, second = c.line(), c.line()
+            v, end = c.get_reply()
+            if (first, second, v.get(k, (0, b""))[1], end) != \
+                    (b"STORED", b"NOT_STORED", b"x", b"END"):
+                bad.append((k, first, second, v, end))
+        check("add_lock: add holds %d of 100" % (100 - len(bad)), not bad, repr(bad[:3]))
+        bad = []
+        for i in range(100):
+            k = b"ml%d" % i
+            c.send(b"ms %s 1 ME\r\nx\r\nms %s 1 ME\r\ny\r\nmg %s N30\r\n" % (k, k, k))
+            got = (c.line(), c.line(), c.line())
+            if got != (b"HD", b"NS", b"HD"):
+                bad.append((k, got))
+            k = b"mv%d" % i
+            got = (c.cmd(b"mg %s N30\r\n" % k), c.cmd(b"mg %s N30\r\n" % k))
+            if got != (b"HD W", b"HD Z"):
+                bad.append((k, got))
+        check("add_lock: ms ME and mg N hold %d of 200" % (200 - len(bad)), not bad,
+              repr(bad[:3]))
+        c.close()
+    finally:
+        stop(p)
+
+
 def t_fd_limit():
     """At the descriptor limit (64 open files, --max-conns 1024): later
     connections are told "ERROR Too many open connections" and closed,
@@ -654,7 +704,7 @@ def main():
                 check(t.__name__, False, "raised %r" % e)
     finally:
         stop(p)
-    for t in (t_stalled, t_fd_limit):
+    for t in (t_stalled, t_add_lock, t_fd_limit):
         try:
             t()
         except (OSError, EOFError, ValueError) as e:

@@ -307,7 +307,7 @@ set_entry(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	if (!admit_adapt_caller_records(c->adapt, h))
 		shard_record_locked(s, h, NULL);
 	old = shard_find_live_locked(s, h, key, klen, &p);
-	kept = shard_store_locked(s, e, old, p);
+	kept = shard_store_locked(s, e, old, p, false);
 	shard_unlock(s);
 	return kept ? ADMIT_OK : ADMIT_REJECTED;
 }
@@ -481,7 +481,7 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	struct entry *old;
 	enum admit_lru_verdict v;
 	enum admit_status st = ADMIT_OK;
-	bool stored, recorded;
+	bool stored, recorded, force;
 
 	if (!c || !fn || !admit_key_ok(key, klen))
 		return ADMIT_EINVAL;
@@ -498,6 +498,9 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	u.up.old_expires = old ? admit_expiry_when(old) : 0;
 	u.up.expires = u.up.old_expires;
 	v = fn(&u.up, arg);
+	force = v == ADMIT_LRU_STORE_FORCE;
+	if (force)
+		v = ADMIT_LRU_STORE;
 	if (v == ADMIT_LRU_STORE && u.st == ADMIT_OK && u.up.expires) {
 		if (u.up.expires <= admit_clock_now(&c->clock))
 			v = ADMIT_LRU_REMOVE;  /* stored and expired at once */
@@ -515,7 +518,8 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 		shard_record_locked(s, h, old);
 	if (stored) {
 		/* Replacing old also moves it, as a hit does. */
-		st = shard_store_locked(s, u.e, old, p) ? ADMIT_OK : ADMIT_REJECTED;
+		st = shard_store_locked(s, u.e, old, p, force) ? ADMIT_OK
+		                                               : ADMIT_REJECTED;
 		u.e = NULL;
 	} else if (v == ADMIT_LRU_REMOVE) {
 		if (old) {

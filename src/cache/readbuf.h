@@ -116,6 +116,18 @@ admit_readbuf_push(struct admit_readbuf_ring *r, uintptr_t ev)
 	}
 }
 
+/* Whether r's pushes have just filled another half ring: the cue for a
+ * pusher to try draining (by trylock), so that a ring rarely fills and a
+ * read rarely waits for the lock.  A hint only: with another pusher on r,
+ * a cue may be seen twice or missed. */
+static inline bool
+admit_readbuf_due(struct admit_readbuf_ring *r)
+{
+	/* relaxed: a hint, as above. */
+	return (atomic_load_explicit(&r->tail, memory_order_relaxed) &
+	        (ADMIT_READBUF_SLOTS / 2 - 1)) == 0;
+}
+
 /* Takes up to ADMIT_READBUF_SLOTS of r's events, in order, into ev, up to
  * the first slot still being written; returns how many.  The consumer's. */
 size_t admit_readbuf_take(struct admit_readbuf_ring *r, uintptr_t *ev);

@@ -74,15 +74,18 @@ drain_records(const struct admit_lru *c, const struct entry *e)
 	return e && c->tlfu && !admit_adapt_caller_records(c->adapt, e->hash);
 }
 
-/* Applies n events in order: in two passes, the first starting the cache
- * misses of all of them at once (the entries' list neighbours, the
- * sketch's lines), the second applying them. */
+/* Applies n (at most ADMIT_READBUF_SLOTS) events in order: in two passes,
+ * the first starting the cache misses of all of them at once (the entries'
+ * list neighbours, the sketch's lines) and locating their records, the
+ * second applying them. */
 static void apply_events(void *ctx, const uintptr_t *ev, size_t n) ADMIT_NO_TS;
 static void
 apply_events(void *ctx, const uintptr_t *ev, size_t n)
 {
 	struct shard *s = ctx;
 	struct admit_lru *c = s->c;
+	struct tinylfu_where where[ADMIT_READBUF_SLOTS];
+	bool rec[ADMIT_READBUF_SLOTS];
 
 	for (size_t i = 0; i < n; i++) {
 		struct entry *e = (struct entry *)(ev[i] & ~EV_RECORD);
@@ -91,8 +94,9 @@ apply_events(void *ctx, const uintptr_t *ev, size_t n)
 			__builtin_prefetch(e->node.prev, 1);
 			__builtin_prefetch(e->node.next, 1);
 		}
-		if (drain_records(c, e))
-			tinylfu_prefetch_hash(c->tlfu, e->hash);
+		rec[i] = drain_records(c, e);
+		if (rec[i])
+			tinylfu_prefetch_hash(c->tlfu, e->hash, &where[i]);
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct entry *e = (struct entry *)(ev[i] & ~EV_RECORD);
@@ -105,8 +109,8 @@ apply_events(void *ctx, const uintptr_t *ev, size_t n)
 			else
 				s->st.misses++;
 		}
-		if (drain_records(c, e))
-			admit_tinylfu_record_hash(c->tlfu, e->hash);
+		if (rec[i])
+			tinylfu_record_where(c->tlfu, e->hash, &where[i]);
 	}
 }
 
@@ -156,6 +160,15 @@ shard_lock(struct shard *s)
 {
 	admit_mutex_lock(&s->mu);
 	maintain_locked(s);
+}
+
+void
+shard_try_maintain(struct shard *s)
+{
+	if (!admit_mutex_trylock(&s->mu))
+		return;  /* its holder's maintenance or unlock is under way */
+	maintain_locked(s);
+	admit_mutex_unlock(&s->mu);
 }
 
 /* The ring was full: as if pushed and drained at once. */
@@ -228,12 +241,13 @@ shard_find_live_locked(struct shard *s, uint64_t h, const void *key,
 
 bool
 shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
-                   _Atomic(struct entry *) *where)
+                   _Atomic(struct entry *) *where, bool force)
 {
 	size_t charge = admit_entry_charge(e->klen, e->vlen);
 	bool kept;
 
 	s->fresh = e;
+	s->forced = force;
 	if (old) {
 		admit_index_replace_locked(where, old, e);
 		admit_policy_replace(&s->pol, &old->node, &e->node);
@@ -252,6 +266,7 @@ shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
 	}
 	kept = s->fresh != NULL;
 	s->fresh = NULL;
+	s->forced = false;
 	admit_index_grow_locked(&s->ix, s->entries);
 	admit_reclaim_flush_locked(&s->rec);
 	return kept;
@@ -306,13 +321,16 @@ op_over(void *ctx)
 	return over_capacity(ctx);
 }
 
-/* TinyLFU's contest, on the hashes the index already holds. */
+/* TinyLFU's contest, on the hashes the index already holds; a forced
+ * store's own entry wins without one. */
 static bool
 op_admit(void *ctx, const struct admit_policy_node *cand,
          const struct admit_policy_node *victim)
 {
 	const struct shard *s = ctx;
 
+	if (s->forced && admit_entry_of(cand) == s->fresh)
+		return true;
 	return admit_tinylfu_admit_hash(s->c->tlfu, admit_entry_of(cand)->hash,
 	                                admit_entry_of(victim)->hash);
 }

@@ -50,6 +50,7 @@ struct shard {
 	struct admit_policy pol;        /* the lists, segments and contest */
 	const struct entry *fresh;      /* the entry a set stores, until the
 	                                 * policy drops it */
+	bool forced;                    /* fresh wins every contest */
 	unsigned config;                /* the adaptation's index applied */
 	uint64_t entries, bytes;
 	uint64_t max_entries, max_bytes;/* 0 = no such limit */
@@ -126,17 +127,24 @@ shard_lookup(struct shard *s, uint64_t h, const void *key, size_t klen)
 
 /* A read's access (e, or NULL for a miss) queued for the drain, or, when
  * its ring is full, applied at once under the mutex: no access is ever
- * dropped.  In the read-side section that found e: reclaim.h relies on
- * every push of an entry ending before the grace period does. */
+ * dropped.  Every half ring its reader runs the maintenance if the mutex
+ * is free (the holder drains otherwise), so the rings seldom fill and a
+ * read seldom waits.  In the read-side section that found e: reclaim.h
+ * relies on every push of an entry ending before the grace period does. */
 void shard_note_access_full(struct shard *s, struct entry *e)
 	ADMIT_EXCLUDES(s->mu);
+void shard_try_maintain(struct shard *s) ADMIT_EXCLUDES(s->mu);
 static inline void shard_note_access(struct shard *s, struct entry *e)
 	ADMIT_EXCLUDES(s->mu);
 static inline void
 shard_note_access(struct shard *s, struct entry *e)
 {
-	if (!admit_readbuf_push(admit_readbuf_mine(&s->rb), (uintptr_t)e))
+	struct admit_readbuf_ring *r = admit_readbuf_mine(&s->rb);
+
+	if (!admit_readbuf_push(r, (uintptr_t)e))
 		shard_note_access_full(s, e);
+	else if (__builtin_expect(admit_readbuf_due(r), 0))
+		shard_try_maintain(s);
 }
 
 /* The entry of key, with an expired one removed on the way and reported
@@ -148,9 +156,11 @@ struct entry *shard_find_live_locked(struct shard *s, uint64_t h,
 
 /* e (new, filled, unpublished) takes the place of old (found through
  * where), or is inserted at where when old is NULL; then the bounds are
- * restored.  False when e itself was turned away. */
+ * restored.  With force, e wins every admission contest it meets there
+ * (ADMIT_LRU_STORE_FORCE).  False when e itself was dropped. */
 bool shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
-                        _Atomic(struct entry *) *where) ADMIT_REQUIRES(s->mu);
+                        _Atomic(struct entry *) *where, bool force)
+	ADMIT_REQUIRES(s->mu);
 
 /* Takes e out of the policy and the index; freed after a grace period. */
 void shard_remove_locked(struct shard *s, struct entry *e) ADMIT_REQUIRES(s->mu);
