@@ -156,6 +156,7 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->footprint = own;
 	f->m = m;
 	f->pow2 = (m & (m - 1)) == 0;
+	f->m_mask = m - 1;
 	f->capacity = capacity;
 	f->counting = counting;
 	f->slot_bits = fingerprint_bits;
@@ -403,7 +404,7 @@ locate_w(const struct admit_cuckoo *f, uint64_t h, unsigned w, bool tab,
 	p->i1 = admit_fastrange32((uint32_t)h, f->m);
 	t = tab ? f->alt16[p->fp] : w == 8 ? f->alt8[p->fp] :
 	    cuckoo_alt_of(p->fp, f->alt_seed, f->m);
-	p->i2 = pow2 ? (t - p->i1) & (f->m - 1) : cuckoo_alt_t(f, p->i1, t);
+	p->i2 = pow2 ? (t - p->i1) & f->m_mask : cuckoo_alt_t(f, p->i1, t);
 }
 
 /* The waiting loop, out of line: it may call sched_yield(), and the

@@ -53,6 +53,7 @@ struct admit_cuckoo {
 	_Atomic uint64_t *t64;
 	uint32_t m;               /* buckets, >= 2 */
 	bool pow2;                /* m is a power of two */
+	uint32_t m_mask;          /* m - 1: (x mod m) = (x & m_mask) if pow2 */
 	uint32_t stripe_mask;     /* stripes - 1 */
 	unsigned slot_bits;       /* 8 or 16 */
 	unsigned fp_bits;         /* 8, 16, or 12 in counting mode */
