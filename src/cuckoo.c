@@ -112,6 +112,8 @@ _Static_assert(offsetof(struct admit_cuckoo, view) == 0,
 static bool contains_key8(const struct admit_cuckoo *f, const void *key);
 static bool contains_key16(const struct admit_cuckoo *f, const void *key);
 static bool contains_key16t(const struct admit_cuckoo *f, const void *key);
+static bool contains_key8p(const struct admit_cuckoo *f, const void *key);
+static bool contains_key16tp(const struct admit_cuckoo *f, const void *key);
 static bool contains_key_any(const struct admit_cuckoo *f, const void *key);
 
 uint32_t
@@ -139,7 +141,8 @@ default_stripes(uint32_t m)
 enum admit_status
 cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
               bool counting, unsigned stripes, uint64_t seed,
-              const struct admit_allocator *alloc, struct admit_cuckoo **out)
+              unsigned hash_version, const struct admit_allocator *alloc,
+              struct admit_cuckoo **out)
 {
 	struct admit_cuckoo *f;
 	size_t table_bytes, own = 0;
@@ -152,6 +155,8 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->alloc = admit_mem_copy(alloc);
 	f->footprint = own;
 	f->m = m;
+	f->pow2 = (m & (m - 1)) == 0;
+	f->m_mask = m - 1;
 	f->capacity = capacity;
 	f->counting = counting;
 	f->slot_bits = fingerprint_bits;
@@ -159,7 +164,9 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->fp_bits = counting ? 16 - COUNTER_BITS : fingerprint_bits;
 	f->fp_shift = counting ? COUNTER_BITS : 0;
 	f->seed = seed;
+	f->hash_version = hash_version;
 	f->hash8 = admit_hash8_prepare(seed);
+	f->mul = admit_mul8_prepare(seed);
 	f->alt_seed = (uint32_t)(seed >> 32);
 	for (unsigned fp = 0; fp < 256; fp++)
 		f->alt8[fp] = cuckoo_alt_of(fp, f->alt_seed, m);
@@ -196,14 +203,20 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 		admit_cuckoo_free(f);
 		return ADMIT_NOMEM;
 	}
-	f->contains_key = f->lookup_width == 8 ? contains_key8 :
+	f->contains_key = hash_version != CUCKOO_HASH_MUL8 ? contains_key_any :
+	                  f->lookup_width == 8 ?
+	                  (f->pow2 ? contains_key8p : contains_key8) :
 	                  f->lookup_width != 16 ? contains_key_any :
-	                  f->alt16 ? contains_key16t : contains_key16;
+	                  f->alt16 ? (f->pow2 ? contains_key16tp : contains_key16t) :
+	                  contains_key16;
 	f->view = (struct admit_cuckoo_view){
 		.table = f->t32 ? (const void *)f->t32 : (const void *)f->t64,
 		.seq = f->seq, .seed = f->seed, .m = f->m,
 		.stripe_mask = f->stripe_mask, .alt_seed = f->alt_seed,
-		.width = f->lookup_width, .alt8 = f->alt8,
+		/* The view's inline lookup hashes by XXH3 (version 1);
+		 * for any other filter it calls the library. */
+		.width = hash_version == CUCKOO_HASH_XXH3 ? f->lookup_width : 0,
+		.alt8 = f->alt8,
 	};
 	*out = f;
 	return ADMIT_OK;
@@ -230,6 +243,11 @@ admit_cuckoo_new(const struct admit_cuckoo_config *cfg, struct admit_cuckoo **ou
 		return ADMIT_EINVAL;
 	return cuckoo_create(cfg->capacity, m, bits, cfg->counting, stripes,
 	                     cfg->seed ? cfg->seed : admit_random_seed(),
+	                     /* Counting filters (TinyLFU's frequencies,
+	                      * whose keys are hashes already) keep XXH3:
+	                      * their lookups are not the hot path, and every
+	                      * hit ratio measured with them stays as it was. */
+	                     cfg->counting ? CUCKOO_HASH_XXH3 : CUCKOO_HASH_MUL8,
 	                     cfg->alloc, out);
 }
 
@@ -369,20 +387,24 @@ probe_init(struct probe *q, const struct admit_cuckoo *f, unsigned w,
 	r->b = cuckoo_stripe(f, q->p.i2);
 }
 
-/* cuckoo_locate_hash() for width w (8 or 16); tab: by f->alt16. */
+/* cuckoo_locate_hash() for width w (8 or 16); tab: by f->alt16; pow2: m
+ * is a power of two, so (t - i1) mod m is a subtraction and a mask. */
 static inline __attribute__((always_inline)) void
 locate_w(const struct admit_cuckoo *f, uint64_t h, unsigned w, bool tab,
-         struct cuckoo_pos *p)
+         bool pow2, struct cuckoo_pos *p)
 {
-	if (tab) {
-		uint32_t fp = (uint32_t)(h >> 48);
+	uint32_t t;
 
-		p->fp = fp ? fp : 1;
-		p->i1 = admit_fastrange32((uint32_t)h, f->m);
-		p->i2 = cuckoo_alt_t(f, p->i1, f->alt16[p->fp]);
-	} else {
+	if (!tab && !pow2) {
 		cuckoo_locate_hash(f, h, w, p);
+		return;
 	}
+	p->fp = (uint32_t)(h >> (64 - w));
+	p->fp += p->fp == 0;
+	p->i1 = admit_fastrange32((uint32_t)h, f->m);
+	t = tab ? f->alt16[p->fp] : w == 8 ? f->alt8[p->fp] :
+	    cuckoo_alt_of(p->fp, f->alt_seed, f->m);
+	p->i2 = pow2 ? (t - p->i1) & f->m_mask : cuckoo_alt_t(f, p->i1, t);
 }
 
 /* The waiting loop, out of line: it may call sched_yield(), and the
@@ -451,14 +473,14 @@ contains_slow(const struct admit_cuckoo *f, uint64_t h)
  */
 static inline __attribute__((always_inline)) bool
 contains_hashed_wt(const struct admit_cuckoo *f, uint64_t h, unsigned w,
-                   bool tab)
+                   bool tab, bool pow2)
 {
 	struct probe q;
 	struct stripe_reader r;
 
 	uint32_t v;
 
-	locate_w(f, h, w, tab, &q.p);
+	locate_w(f, h, w, tab, pow2, &q.p);
 	probe_init(&q, f, w, &r);
 #ifdef ADMIT_BROKEN_SKIP_VALIDATION
 	/* As in lookup_w(): believe a miss without validating it. */
@@ -475,7 +497,7 @@ contains_hashed_wt(const struct admit_cuckoo *f, uint64_t h, unsigned w,
 static inline __attribute__((always_inline)) bool
 contains_hashed_w(const struct admit_cuckoo *f, uint64_t h, unsigned w)
 {
-	return contains_hashed_wt(f, h, w, false);
+	return contains_hashed_wt(f, h, w, false, false);
 }
 
 static inline __attribute__((always_inline)) bool
@@ -495,19 +517,19 @@ contains_hashed(const struct admit_cuckoo *f, uint64_t h, unsigned w)
 static __attribute__((noinline)) bool
 contains_any8(const struct admit_cuckoo *f, const void *key, size_t len)
 {
-	return contains_hashed(f, admit_hash(key, len, f->seed), 8);
+	return contains_hashed(f, cuckoo_hash(f, key, len), 8);
 }
 
 static __attribute__((noinline)) bool
 contains_any16(const struct admit_cuckoo *f, const void *key, size_t len)
 {
-	return contains_hashed(f, admit_hash(key, len, f->seed), 16);
+	return contains_hashed(f, cuckoo_hash(f, key, len), 16);
 }
 
 static __attribute__((noinline)) bool
 contains_any(const struct admit_cuckoo *f, const void *key, size_t len)
 {
-	return contains_hashed(f, admit_hash(key, len, f->seed), 0);
+	return contains_hashed(f, cuckoo_hash(f, key, len), 0);
 }
 
 static __attribute__((noinline)) bool
@@ -520,33 +542,49 @@ contains_other(const struct admit_cuckoo *f, const void *key, size_t len)
 	       contains_any(f, key, len);
 }
 
-/* An 8-byte key, by width: each its own function, so that each gets its
- * own register allocation (one function for both pushed callee-saved
- * registers for the wider of the two). */
+/* An 8-byte key of a filter of hash version 2, by width: each its own
+ * function, so that each gets its own register allocation (one function
+ * for both pushed callee-saved registers for the wider of the two). */
 static __attribute__((noinline)) bool
 contains_key8(const struct admit_cuckoo *f, const void *key)
 {
-	return contains_hashed_w(f, admit_hash8(key, f->hash8, f->seed), 8);
+	return contains_hashed_w(f, admit_mul8(key, f->mul.k, f->mul.s), 8);
 }
 
 static __attribute__((noinline)) bool
 contains_key16(const struct admit_cuckoo *f, const void *key)
 {
-	return contains_hashed_w(f, admit_hash8(key, f->hash8, f->seed), 16);
+	return contains_hashed_w(f, admit_mul8(key, f->mul.k, f->mul.s), 16);
 }
 
 /* A 16-bit filter with f->alt16. */
 static __attribute__((noinline)) bool
 contains_key16t(const struct admit_cuckoo *f, const void *key)
 {
-	return contains_hashed_wt(f, admit_hash8(key, f->hash8, f->seed), 16,
-	                          true);
+	return contains_hashed_wt(f, admit_mul8(key, f->mul.k, f->mul.s), 16,
+	                          true, false);
 }
 
+/* The same two when m is a power of two. */
+static __attribute__((noinline)) bool
+contains_key8p(const struct admit_cuckoo *f, const void *key)
+{
+	return contains_hashed_wt(f, admit_mul8(key, f->mul.k, f->mul.s), 8,
+	                          false, true);
+}
+
+static __attribute__((noinline)) bool
+contains_key16tp(const struct admit_cuckoo *f, const void *key)
+{
+	return contains_hashed_wt(f, admit_mul8(key, f->mul.k, f->mul.s), 16,
+	                          true, true);
+}
+
+/* Counting filters, and filters that hash 8-byte keys by XXH3. */
 static bool
 contains_key_any(const struct admit_cuckoo *f, const void *key)
 {
-	return contains_any(f, key, 8);
+	return contains_other(f, key, 8);
 }
 
 bool
@@ -602,7 +640,7 @@ bucket_addr_w(const struct admit_cuckoo *f, uint32_t i, unsigned w)
 static inline __attribute__((always_inline)) void
 contains_many_w(const struct admit_cuckoo *f, size_t n,
                 const void *const keys[], const size_t lens[], bool out[],
-                unsigned w, bool tab)
+                unsigned w, bool tab, bool pow2)
 {
 	struct cuckoo_pos pos[BATCH];
 
@@ -617,11 +655,11 @@ contains_many_w(const struct admit_cuckoo *f, size_t n,
 				pos[j].fp = 0; /* no key's: marks it invalid */
 				continue;
 			}
-			/* 8-byte keys with the seed's part of XXH3 prepared
-			 * (hash.h): the same hash, fewer instructions. */
-			locate_w(f, len == 8 ? admit_hash8(key, f->hash8, f->seed)
-			                     : admit_hash(key, len, f->seed),
-			         w ? w : f->fp_bits, tab, &pos[j]);
+			/* w != 0: the filter hashes by version 2 (the
+			 * caller says), so an 8-byte key is admit_mul8's. */
+			locate_w(f, w && len == 8 ? admit_mul8(key, f->mul.k, f->mul.s)
+			                          : cuckoo_hash(f, key, len),
+			         w ? w : f->fp_bits, tab, pow2, &pos[j]);
 			__builtin_prefetch(bucket_addr_w(f, pos[j].i1, w));
 			__builtin_prefetch(bucket_addr_w(f, pos[j].i2, w));
 		}
@@ -637,18 +675,23 @@ admit_cuckoo_contains_many(const struct admit_cuckoo *f, size_t n,
 {
 	if (!f || !keys || !lens || !out)
 		return;
-	switch (f->lookup_width) {
+	switch (f->hash_version == CUCKOO_HASH_MUL8 ? f->lookup_width : 0) {
 	case 8:
-		contains_many_w(f, n, keys, lens, out, 8, false);
+		if (f->pow2)
+			contains_many_w(f, n, keys, lens, out, 8, false, true);
+		else
+			contains_many_w(f, n, keys, lens, out, 8, false, false);
 		break;
 	case 16:
-		if (f->alt16)
-			contains_many_w(f, n, keys, lens, out, 16, true);
+		if (f->alt16 && f->pow2)
+			contains_many_w(f, n, keys, lens, out, 16, true, true);
+		else if (f->alt16)
+			contains_many_w(f, n, keys, lens, out, 16, true, false);
 		else
-			contains_many_w(f, n, keys, lens, out, 16, false);
+			contains_many_w(f, n, keys, lens, out, 16, false, false);
 		break;
 	default:
-		contains_many_w(f, n, keys, lens, out, 0, false);
+		contains_many_w(f, n, keys, lens, out, 0, false, false);
 	}
 }
 
@@ -700,6 +743,49 @@ add_locked(struct admit_cuckoo *f, const struct cuckoo_pos *p, enum add_op op)
 		return ADMIT_OK;
 	}
 	return ADMIT_FULL;
+}
+
+/*
+ * add_locked() for ADD_COPY into a membership filter of width w (8 or 16,
+ * a constant here): the same result, with the lane masks immediates, the
+ * table's type known and the empty slot set by an or.
+ */
+static inline __attribute__((always_inline)) enum admit_status
+copy_locked_w(struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
+{
+	const uint64_t ones = w == 8 ? 0x01010101ull : 0x0001000100010001ull;
+	const uint64_t high = ones << (w - 1), low = high - ones;
+
+	for (int k = 0; k < 2; k++) {
+		uint32_t i = k ? p->i2 : p->i1;
+		/* Under the stripes no other writer changes this word. */
+		uint64_t b = w == 8 ?
+		    atomic_load_explicit(&f->t32[i], memory_order_acquire) :
+		    atomic_load_explicit(&f->t64[i], memory_order_acquire);
+		uint64_t z = ~(((b & low) + low) | b) & high;
+
+		if (!z)
+			continue;
+		b |= (uint64_t)p->fp << (__builtin_ctzll(z) / w * w);
+		/* release: as bucket_store(). */
+		if (w == 8)
+			atomic_store_explicit(&f->t32[i], (uint32_t)b,
+			                      memory_order_release);
+		else
+			atomic_store_explicit(&f->t64[i], b, memory_order_release);
+		stat_add_locked(&stats_of(f, i)->items, 1);
+		return ADMIT_OK;
+	}
+	return ADMIT_FULL;
+}
+
+static enum admit_status
+copy_or_add_locked(struct admit_cuckoo *f, const struct cuckoo_pos *p,
+                   enum add_op op)
+{
+	if (op != ADD_COPY || f->counting)
+		return add_locked(f, p, op);
+	return f->slot_bits == 8 ? copy_locked_w(f, p, 8) : copy_locked_w(f, p, 16);
 }
 
 struct bfs_node {
@@ -841,7 +927,7 @@ add(struct admit_cuckoo *f, const struct cuckoo_pos *p, enum add_op op)
 		enum admit_status st;
 
 		cuckoo_lock_two(f, p->i1, p->i2);
-		st = add_locked(f, p, op);
+		st = copy_or_add_locked(f, p, op);
 		cuckoo_unlock_two(f, p->i1, p->i2);
 		if (st != ADMIT_FULL)
 			return st;

@@ -26,6 +26,9 @@
 #define CUCKOO_DEFAULT_STRIPES 4096u
 #define COUNTER_BITS 4
 #define COUNTER_MAX 15u
+/* hash_version: what new filters use, and the one before. */
+#define CUCKOO_HASH_XXH3 1u
+#define CUCKOO_HASH_MUL8 2u
 #define CUCKOO_ALT16_MIN_BUCKETS (1u << 19) /* a 4 MiB table */
 
 /* Counters a writer updates under its stripe (items, kicks) or with a
@@ -49,6 +52,8 @@ struct admit_cuckoo {
 	_Atomic uint32_t *t32;
 	_Atomic uint64_t *t64;
 	uint32_t m;               /* buckets, >= 2 */
+	bool pow2;                /* m is a power of two */
+	uint32_t m_mask;          /* m - 1: (x mod m) = (x & m_mask) if pow2 */
 	uint32_t stripe_mask;     /* stripes - 1 */
 	unsigned slot_bits;       /* 8 or 16 */
 	unsigned fp_bits;         /* 8, 16, or 12 in counting mode */
@@ -61,7 +66,12 @@ struct admit_cuckoo {
 	bool (*contains_key)(const struct admit_cuckoo *f, const void *key);
 	uint64_t capacity;
 	uint64_t seed;
+	/* How an 8-byte key is hashed, fixed by the snapshot format's
+	 * version: 1, XXH3 like every other key (by hash8); 2, admit_mul8()
+	 * by mul.  Keys of other lengths: XXH3 in both. */
+	unsigned hash_version;
 	uint64_t hash8;           /* admit_hash8_prepare(seed) */
+	struct admit_mul8 mul;    /* admit_mul8_prepare(seed) */
 	uint32_t alt_seed;        /* mixed into the alternate-bucket hash */
 	/* 8-bit filters: for each fingerprint, the t of cuckoo_alt() (its
 	 * mix, ranged to m), so a lookup's alternate bucket costs one load
@@ -108,6 +118,7 @@ struct cuckoo_pos {
 enum admit_status cuckoo_create(uint64_t capacity, uint32_t m,
                                 unsigned fingerprint_bits, bool counting,
                                 unsigned stripes, uint64_t seed,
+                                unsigned hash_version,
                                 const struct admit_allocator *alloc,
                                 struct admit_cuckoo **out);
 
@@ -194,7 +205,9 @@ lanes_matching(const struct admit_cuckoo *f, uint64_t bucket, uint32_t fp)
 static inline unsigned
 first_lane(const struct admit_cuckoo *f, uint64_t lanes)
 {
-	return (unsigned)__builtin_ctzll(lanes) / f->slot_bits;
+	/* A shift, not a division by a variable: tens of cycles on the
+	 * insert's path. */
+	return (unsigned)__builtin_ctzll(lanes) >> (f->slot_bits == 8 ? 3 : 4);
 }
 
 static inline uint32_t
@@ -241,19 +254,31 @@ cuckoo_locate_hash(const struct admit_cuckoo *f, uint64_t h, unsigned fp_bits,
 
 	p->fp = fp ? fp : 1;
 	p->i1 = admit_fastrange32((uint32_t)h, f->m);
-	p->i2 = fp_bits == 8 ? cuckoo_alt8(f, p->i1, p->fp)
-	                     : cuckoo_alt(f, p->i1, p->fp);
+	p->i2 = fp_bits == 8 ? cuckoo_alt8(f, p->i1, p->fp) :
+	        f->alt16 ? cuckoo_alt_t(f, p->i1, f->alt16[p->fp]) :
+	        cuckoo_alt(f, p->i1, p->fp);
 }
 
+
+/* The hash of a key of this filter (hash_version says how). */
+static inline __attribute__((always_inline)) uint64_t
+cuckoo_hash(const struct admit_cuckoo *f, const void *key, size_t len)
+{
+	if (len != 8)
+		return admit_hash(key, len, f->seed);
+	return f->hash_version == CUCKOO_HASH_MUL8 ?
+	       admit_mul8(key, f->mul.k, f->mul.s) :
+	       admit_hash8(key, f->hash8, f->seed);
+}
 
 static inline __attribute__((always_inline)) void
 cuckoo_locate_bits(const struct admit_cuckoo *f, const void *key, size_t len,
                    unsigned fp_bits, struct cuckoo_pos *p)
 {
-	cuckoo_locate_hash(f, admit_hash(key, len, f->seed), fp_bits, p);
+	cuckoo_locate_hash(f, cuckoo_hash(f, key, len), fp_bits, p);
 }
 
-static inline void
+static inline __attribute__((always_inline)) void
 cuckoo_locate(const struct admit_cuckoo *f, const void *key, size_t len,
               struct cuckoo_pos *p)
 {

@@ -4,7 +4,9 @@
  * Format, all integers little-endian:
  *
  *   0  magic "ADMITCKF"
- *   8  u32 format version (1)
+ *   8  u32 format version: 2, or 1 for a filter that hashes 8-byte keys
+ *      by XXH3 as it does every other key (cuckoo_internal.h's
+ *      hash_version; a version-1 file loads as such and saves as such)
  *  12  u32 flags (bit 0: counting mode; other bits must be 0)
  *  16  u32 fingerprint (slot) bits, 8 or 16
  *  20  u32 stripes
@@ -35,7 +37,6 @@
 #include "stripe.h"
 
 #define SNAP_MAGIC "ADMITCKF"
-#define SNAP_VERSION 1u
 #define SNAP_HEADER 56
 #define SNAP_FLAG_COUNTING 1u
 
@@ -87,7 +88,7 @@ cuckoo_snapshot_encode(const struct admit_cuckoo *cf, unsigned char *buf)
 	unlock_all(f);
 
 	memcpy(buf, SNAP_MAGIC, 8);
-	snap_put32(buf + 8, SNAP_VERSION);
+	snap_put32(buf + 8, f->hash_version);
 	snap_put32(buf + 12, f->counting ? SNAP_FLAG_COUNTING : 0);
 	snap_put32(buf + 16, f->slot_bits);
 	snap_put32(buf + 20, f->stripe_mask + 1);
@@ -152,7 +153,9 @@ parse_header(const unsigned char *hdr, uint64_t *total)
 	uint32_t flags, bits, stripes;
 	uint64_t capacity, m;
 
-	if (memcmp(hdr, SNAP_MAGIC, 8) != 0 || snap_get32(hdr + 8) != SNAP_VERSION)
+	if (memcmp(hdr, SNAP_MAGIC, 8) != 0 ||
+	    (snap_get32(hdr + 8) != CUCKOO_HASH_XXH3 &&
+	     snap_get32(hdr + 8) != CUCKOO_HASH_MUL8))
 		return false;
 	flags = snap_get32(hdr + 12);
 	bits = snap_get32(hdr + 16);
@@ -208,7 +211,7 @@ admit_cuckoo_load(const char *path, struct admit_cuckoo **out)
 
 	st = cuckoo_create(capacity, (uint32_t)m, bits,
 	                   flags & SNAP_FLAG_COUNTING, stripes, snap_get64(hdr + 40),
-	                   NULL, &f);
+	                   snap_get32(hdr + 8), NULL, &f);
 	if (st != ADMIT_OK)
 		goto out;
 	st = ADMIT_ECORRUPT;
@@ -263,7 +266,7 @@ cuckoo_snapshot_decode(const unsigned char *buf, size_t len,
 	bb = snap_get32(buf + 16) / 2;
 	st = cuckoo_create(snap_get64(buf + 24), (uint32_t)m, snap_get32(buf + 16),
 	                   snap_get32(buf + 12) & SNAP_FLAG_COUNTING, snap_get32(buf + 20),
-	                   snap_get64(buf + 40), alloc, &f);
+	                   snap_get64(buf + 40), snap_get32(buf + 8), alloc, &f);
 	if (st != ADMIT_OK)
 		return st;
 	for (uint64_t i = 0; i < m; i++) {

@@ -97,6 +97,42 @@ admit_mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/*
+ * The cuckoo filter's hash of an 8-byte key (snapshot format 2): the key,
+ * read little-endian, xor s, times k, an odd multiplier drawn from the
+ * seed, and the two halves of the 128-bit product xored.  A random odd
+ * multiplier makes multiply-shift universal (Dietzfelbinger et al., J.
+ * Algorithms 1997); the high half carries what the low half's low bits
+ * lack.  Four instructions on x86-64, where XXH3's 8-byte path takes about
+ * twenty: on a table larger than the caches, the instructions between a
+ * lookup's misses decide how many lookups the core overlaps.
+ * admit_mul8_prepare() draws (k, s) from a seed.
+ */
+struct admit_mul8 {
+	uint64_t k, s;
+};
+
+static inline struct admit_mul8
+admit_mul8_prepare(uint64_t seed)
+{
+	return (struct admit_mul8){ admit_mix64(seed) | 1,
+	                            admit_mix64(seed + ADMIT_GOLDEN64) };
+}
+
+static inline uint64_t
+admit_mul8(const void *key, uint64_t k, uint64_t s)
+{
+	unsigned __int128 p;
+	uint64_t x;
+
+	memcpy(&x, key, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	p = (unsigned __int128)(x ^ s) * (admit_rotl64(x, 32) ^ k);
+	return (uint64_t)(p >> 64) ^ (uint64_t)p;
+}
+
 /* A key argument is valid when it points somewhere or is empty: the one
  * check every call that takes (key, len) makes before anything else. */
 static inline bool

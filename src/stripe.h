@@ -47,20 +47,33 @@ admit_backoff(unsigned spins)
 		sched_yield();
 }
 
+/* One try to take the stripe: true if taken. */
+static inline bool
+stripe_try_lock(_Atomic uint32_t *s)
+{
+	/* relaxed: only a hint; the CAS below is what orders. */
+	uint32_t v = atomic_load_explicit(s, memory_order_relaxed);
+
+	/* acquire: pairs with the release in stripe_unlock(). */
+	return !(v & 1) &&
+	       atomic_compare_exchange_weak_explicit(s, &v, v + 1,
+	           memory_order_acquire, memory_order_relaxed);
+}
+
+/* The wait, out of line: it may call sched_yield(), and the registers that
+ * call needs saved would cost every lock, not just the contended one. */
+static __attribute__((noinline, cold, unused)) void
+stripe_lock_wait(_Atomic uint32_t *s)
+{
+	for (unsigned spins = 0; !stripe_try_lock(s); spins++)
+		admit_backoff(spins);
+}
+
 static inline void
 stripe_lock(_Atomic uint32_t *s)
 {
-	for (unsigned spins = 0;; spins++) {
-		/* relaxed: only a hint; the CAS below is what orders. */
-		uint32_t v = atomic_load_explicit(s, memory_order_relaxed);
-
-		/* acquire: pairs with the release in stripe_unlock(). */
-		if (!(v & 1) &&
-		    atomic_compare_exchange_weak_explicit(s, &v, v + 1,
-		        memory_order_acquire, memory_order_relaxed))
-			return;
-		admit_backoff(spins);
-	}
+	if (__builtin_expect(!stripe_try_lock(s), 0))
+		stripe_lock_wait(s);
 }
 
 static inline void

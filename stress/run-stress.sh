@@ -82,6 +82,9 @@ for mode in 16 8 counting; do
 done
 run stress_linear 'rounds in|filter stats' "$b/stress/stress_linear" --seconds "$per" $seed
 run stress_linear-8 'rounds in|filter stats' "$b/stress/stress_linear" --bits 8 --seconds "$per" $seed
+# 128 buckets: the power-of-two lookup path.
+run stress_linear-8-pow2 'rounds in|filter stats' "$b/stress/stress_linear" --bits 8 \
+	--capacity 486 --seconds "$per" $seed
 run stress_linear_broken-caught '^broken build caught' \
 	env top_builddir="$b" sh "$(dirname "$0")/broken-caught.sh" 30
 run stress_snapshot 'saves' \

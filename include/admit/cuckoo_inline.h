@@ -10,7 +10,12 @@
  * thread-safety, same linearizability.  Whatever the fast path does not
  * handle (a key that is not 8 bytes, a counting filter, a NULL argument, a
  * stripe a writer holds or took meanwhile) it hands to
- * admit_cuckoo_contains().
+ * admit_cuckoo_contains().  It handles filters that hash 8-byte keys by
+ * XXH3: those loaded from snapshot format 1.  Membership filters made by
+ * admit_cuckoo_new() hash them by a seeded multiply the header does not
+ * know, and their view's width is 0, so every call goes to the library,
+ * whose lookup of such a filter takes fewer instructions than this header's
+ * of the other kind.
  *
  * The price: a program built with this header depends on the first bytes of
  * struct admit_cuckoo (struct admit_cuckoo_view below) and on the filter's
@@ -53,7 +58,7 @@ struct admit_cuckoo_view {
 	uint32_t m;                      /* buckets */
 	uint32_t stripe_mask;            /* bucket i is guarded by seq[i & stripe_mask] */
 	uint32_t alt_seed;               /* mixed into the alternate bucket */
-	uint32_t width;                  /* 8 or 16; 0: counting, take the library call */
+	uint32_t width;                  /* 8 or 16; 0: take the library call */
 	const uint32_t *alt8;            /* 8-bit: the alternate-bucket t of each fingerprint */
 };
 
