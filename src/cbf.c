@@ -38,13 +38,23 @@ struct admit_cbf {
 	size_t footprint; /* bytes held from alloc, this struct included */
 };
 
-/* A key's counters: its block, their positions in it, and per word of the
- * block which of its nibbles are the key's (the low bit of each). */
+/* A key's counters: its block and their positions in it. */
 struct cbf_key {
 	_Atomic uint64_t *block;
-	uint64_t nibbles[BLOCK_WORDS];
 	uint8_t pos[CBF_MAX_HASHES];
 };
+
+/* Per word of the key's block, which of its nibbles are the key's (the low
+ * bit of each): made only where a word must be recomputed, since most
+ * calls read the counters and change nothing. */
+static void
+key_nibbles(const struct cbf_key *key, unsigned k, uint64_t nib[BLOCK_WORDS])
+{
+	for (unsigned w = 0; w < BLOCK_WORDS; w++)
+		nib[w] = 0;
+	for (unsigned i = 0; i < k; i++)
+		nib[key->pos[i] / 16] |= 1ull << (key->pos[i] % 16 * 4);
+}
 
 static void
 locate(const struct admit_cbf *f, uint64_t h, struct cbf_key *key)
@@ -54,8 +64,6 @@ locate(const struct admit_cbf *f, uint64_t h, struct cbf_key *key)
 
 	key->block = f->words +
 	    (uint64_t)(((unsigned __int128)h * f->blocks) >> 64) * BLOCK_WORDS;
-	for (unsigned w = 0; w < BLOCK_WORDS; w++)
-		key->nibbles[w] = 0;
 	for (unsigned i = 0; i < f->k; i++) {
 		unsigned p;
 
@@ -69,18 +77,19 @@ locate(const struct admit_cbf *f, uint64_t h, struct cbf_key *key)
 		bits >>= POS_BITS;
 		left--;
 		key->pos[i] = (uint8_t)p;
-		key->nibbles[p / 16] |= 1ull << (p % 16 * 4);
 	}
 	if (ADMIT_DEBUG) {
 		/* The block is inside the table, and each word's mask marks
 		 * only nibbles' low bits, at most k of them in all. */
+		uint64_t nib[BLOCK_WORDS];
 		unsigned marked = 0;
 
 		debug_check(key->block >= f->words &&
 		            key->block + BLOCK_WORDS <= f->words + f->blocks * BLOCK_WORDS);
+		key_nibbles(key, f->k, nib);
 		for (unsigned w = 0; w < BLOCK_WORDS; w++) {
-			debug_check((key->nibbles[w] & ~NIBBLE_ONES) == 0);
-			marked += (unsigned)__builtin_popcountll(key->nibbles[w]);
+			debug_check((nib[w] & ~NIBBLE_ONES) == 0);
+			marked += (unsigned)__builtin_popcountll(nib[w]);
 		}
 		debug_check(marked >= 1 && marked <= f->k);
 	}
@@ -137,7 +146,8 @@ static void
 raise_min(const struct cbf_key *key, unsigned k, uint64_t v[BLOCK_WORDS],
           unsigned min)
 {
-	uint64_t inc[BLOCK_WORDS] = { 0 };
+	uint64_t inc[BLOCK_WORDS] = { 0 }, nib[BLOCK_WORDS];
+	bool have_nib = false;
 
 	if (min == ADMIT_CBF_COUNTER_MAX)
 		return;
@@ -153,8 +163,10 @@ raise_min(const struct cbf_key *key, unsigned k, uint64_t v[BLOCK_WORDS],
 	if (ADMIT_DEBUG) {
 		bool any = false;
 
+		key_nibbles(key, k, nib);
+		have_nib = true;
 		for (unsigned w = 0; w < BLOCK_WORDS; w++) {
-			debug_check((inc[w] & ~key->nibbles[w]) == 0);
+			debug_check((inc[w] & ~nib[w]) == 0);
 			debug_check(nibbles_equal(v[w], inc[w], min) == inc[w]);
 			any |= inc[w] != 0;
 		}
@@ -165,8 +177,13 @@ raise_min(const struct cbf_key *key, unsigned k, uint64_t v[BLOCK_WORDS],
 		 * relaxed: see the file comment (the CAS orders nothing either). */
 		while (inc[w] && !atomic_compare_exchange_weak_explicit(
 		           &key->block[w], &v[w], v[w] + inc[w],
-		           memory_order_relaxed, memory_order_relaxed))
-			inc[w] = nibbles_equal(v[w], key->nibbles[w], min);
+		           memory_order_relaxed, memory_order_relaxed)) {
+			if (!have_nib) {
+				key_nibbles(key, k, nib);
+				have_nib = true;
+			}
+			inc[w] = nibbles_equal(v[w], nib[w], min);
+		}
 	}
 }
 
@@ -291,24 +308,26 @@ enum admit_status
 admit_cbf_remove(struct admit_cbf *f, const void *key, size_t len)
 {
 	struct cbf_key k;
+	uint64_t nib[BLOCK_WORDS];
 
 	if (!f || !admit_key_ok(key, len))
 		return ADMIT_EINVAL;
 	locate(f, admit_hash(key, len, f->seed), &k);
 	if (estimate(&k, f->k) == 0)
 		return ADMIT_NOTFOUND;
+	key_nibbles(&k, f->k, nib);
 	for (unsigned w = 0; w < BLOCK_WORDS; w++) {
 		uint64_t v;
 
-		if (!k.nibbles[w])
+		if (!nib[w])
 			continue;
 		/* relaxed: see the file comment. */
 		v = atomic_load_explicit(&k.block[w], memory_order_relaxed);
 		for (;;) {
 			/* Counters at 0 have nothing to give; at 15 they have lost
 			 * their true value. */
-			uint64_t dec = k.nibbles[w] & ~nibbles_equal(v, k.nibbles[w], 0) &
-			               ~nibbles_equal(v, k.nibbles[w], 15);
+			uint64_t dec = nib[w] & ~nibbles_equal(v, nib[w], 0) &
+			               ~nibbles_equal(v, nib[w], 15);
 
 			/* Only counters 1 to 14 go down: no borrow. */
 			debug_check(nibbles_equal(v, dec, 0) == 0 &&
