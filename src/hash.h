@@ -98,15 +98,17 @@ admit_mix64(uint64_t x)
 }
 
 /*
- * The cuckoo filter's hash of an 8-byte key (snapshot format 2): the key,
- * read little-endian, xor s, times k, an odd multiplier drawn from the
- * seed, and the two halves of the 128-bit product xored.  A random odd
- * multiplier makes multiply-shift universal (Dietzfelbinger et al., J.
- * Algorithms 1997); the high half carries what the low half's low bits
- * lack.  Four instructions on x86-64, where XXH3's 8-byte path takes about
- * twenty: on a table larger than the caches, the instructions between a
- * lookup's misses decide how many lookups the core overlaps.
- * admit_mul8_prepare() draws (k, s) from a seed.
+ * The cuckoo filter's hash of an 8-byte key (snapshot format 2): with x
+ * the key read little-endian, the 128-bit product (x ^ s) * (rotl(x, 32) ^
+ * k), its two halves xored, k and s two words drawn from the seed by
+ * admit_mul8_prepare().  A product of two functions of the key, not the
+ * key times a constant: a linear hash puts consecutive integers on a
+ * lattice of (bucket, fingerprint) pairs, and cuckoo paths between them
+ * run out long before the table is full.  The high half carries what the
+ * low half's low bits lack.  Four instructions on x86-64, where XXH3's
+ * 8-byte path takes about twenty: on a table larger than the caches, the
+ * instructions between a lookup's misses decide how many lookups the core
+ * overlaps.
  */
 struct admit_mul8 {
 	uint64_t k, s;
@@ -115,7 +117,7 @@ struct admit_mul8 {
 static inline struct admit_mul8
 admit_mul8_prepare(uint64_t seed)
 {
-	return (struct admit_mul8){ admit_mix64(seed) | 1,
+	return (struct admit_mul8){ admit_mix64(seed),
 	                            admit_mix64(seed + ADMIT_GOLDEN64) };
 }
 
