@@ -257,14 +257,20 @@ tinylfu_prefetch_hash(const struct admit_tinylfu *t, uint64_t h,
 static void
 record_at(struct admit_tinylfu *t, uint64_t h, const struct cuckoo_pos *p)
 {
+	struct cuckoo_counter c;
+	bool found = cuckoo_counter_find(t->freq, p, &c);
 	struct tlfu_stripe *s;
 	uint64_t n;
 
 	/* A key whose count is at its maximum (under skew, most records: the
 	 * hot keys) changes nothing, and is in the doorkeeper since it was
 	 * last cleared (aging halves every count below the maximum): its
-	 * record reads the store and writes nothing. */
-	if (!cuckoo_saturated(t->freq, p) && !cbf_add_if_absent_hash(t->door, h))
+	 * record reads the store and writes nothing.  A key the store holds
+	 * has its counter raised where it was found, unless its bucket
+	 * changed meanwhile; count() makes the rest. */
+	if ((!found || cuckoo_counter_value(&c) < COUNTER_MAX) &&
+	    !cbf_add_if_absent_hash(t->door, h) &&
+	    !(found && cuckoo_counter_increment(t->freq, &c)))
 		count(t, p);
 
 	s = stripe_of_thread(t);
