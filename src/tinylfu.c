@@ -255,8 +255,9 @@ tinylfu_prefetch_hash(const struct admit_tinylfu *t, uint64_t h,
 	__builtin_prefetch(cuckoo_bucket_addr(t->freq, w->p.i2), 1);
 }
 
-/* The record of h, whose place in the frequency store is p. */
-static void
+/* The record of h, whose place in the frequency store is p: inlined in
+ * each caller, the drain's among them, one call fewer a record. */
+static inline __attribute__((always_inline)) void
 record_at(struct admit_tinylfu *t, uint64_t h, const struct cuckoo_pos *p)
 {
 	struct cuckoo_counter c;
