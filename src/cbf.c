@@ -136,12 +136,13 @@ static inline unsigned
 key_min(const struct cbf_key *key, unsigned k, bool stop_at_zero)
 {
 	struct cbf_positions s = positions(key->h);
+	_Atomic uint64_t *block = key->block; /* kept in a register */
 	unsigned min = ADMIT_CBF_COUNTER_MAX;
 
 	for (unsigned i = 0; i < k; i++) {
 		unsigned p = next_position(&s);
 		/* relaxed: see the file comment. */
-		unsigned c = counter_in(atomic_load_explicit(&key->block[p / 16],
+		unsigned c = counter_in(atomic_load_explicit(&block[p / 16],
 		                                             memory_order_relaxed), p);
 
 		if (stop_at_zero && c == 0)
