@@ -149,7 +149,7 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	bool want_alt16;
 
 	/* Aligned: the struct pads writer-hot fields to their own lines. */
-	f = admit_mem_table(alloc, sizeof(*f), &own);
+	f = admit_mem_table(alloc, cuckoo_struct_bytes(stripes), &own);
 	if (!f)
 		return ADMIT_NOMEM;
 	f->alloc = admit_mem_copy(alloc);
@@ -157,6 +157,7 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->m = m;
 	f->pow2 = (m & (m - 1)) == 0;
 	f->m_mask = m - 1;
+	f->m_shift = 32 - (unsigned)__builtin_ctz(m);
 	f->capacity = capacity;
 	f->counting = counting;
 	f->slot_bits = fingerprint_bits;
@@ -168,8 +169,10 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->hash8 = admit_hash8_prepare(seed);
 	f->mul = admit_mul8_prepare(seed);
 	f->alt_seed = (uint32_t)(seed >> 32);
-	for (unsigned fp = 0; fp < 256; fp++)
-		f->alt8[fp] = cuckoo_alt_of(fp, f->alt_seed, m);
+	for (unsigned fp = 0; fp < 256; fp++) {
+		f->alt8[fp] = cuckoo_alt_of(fp ? fp : 1, f->alt_seed, m);
+		f->fps8[fp] = (fp ? fp : 1) * 0x01010101u;
+	}
 	f->stripe_mask = stripes - 1;
 	if (fingerprint_bits == 8) {
 		f->ones = 0x01010101ull;
@@ -183,8 +186,6 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->low = f->high - f->ones; /* 0x7f.. per lane */
 
 	table_bytes = (size_t)m * cuckoo_bucket_bytes(f);
-	f->seq = admit_mem_zalloc(&f->alloc, stripes * sizeof(*f->seq),
-	                          &f->footprint);
 	f->stats = admit_mem_table(&f->alloc,
 	                           (size_t)stripes * sizeof(*f->stats),
 	                           &f->footprint);
@@ -198,7 +199,7 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	                                               &f->footprint)))
 		for (unsigned fp = 0; fp < 65536; fp++)
 			f->alt16[fp] = cuckoo_alt_of(fp, f->alt_seed, m);
-	if (!f->seq || !f->stats || (!f->t32 && !f->t64) ||
+	if (!f->stats || (!f->t32 && !f->t64) ||
 	    (want_alt16 && !f->alt16)) {
 		admit_cuckoo_free(f);
 		return ADMIT_NOMEM;
@@ -264,9 +265,8 @@ admit_cuckoo_free(struct admit_cuckoo *f)
 	admit_mem_table_free(&a, f->stats,
 	                     (size_t)(f->stripe_mask + 1) * sizeof(*f->stats),
 	                     NULL);
-	admit_mem_free(&a, f->seq, (f->stripe_mask + 1) * sizeof(*f->seq), NULL);
 	admit_mem_free(&a, f->alt16, ALT16_BYTES, NULL);
-	admit_mem_table_free(&a, f, sizeof(*f), NULL);
+	admit_mem_table_free(&a, f, cuckoo_struct_bytes(f->stripe_mask + 1), NULL);
 }
 
 size_t
@@ -388,23 +388,26 @@ probe_init(struct probe *q, const struct admit_cuckoo *f, unsigned w,
 }
 
 /* cuckoo_locate_hash() for width w (8 or 16); tab: by f->alt16; pow2: m
- * is a power of two, so (t - i1) mod m is a subtraction and a mask. */
-static inline __attribute__((always_inline)) void
+ * is a power of two, so i1 is a shift and (t - i1) mod m a subtraction and
+ * a mask.  Returns the hash's top w bits, the index of f->fps8 and
+ * f->alt8 (both defined at 0). */
+static inline __attribute__((always_inline)) uint32_t
 locate_w(const struct admit_cuckoo *f, uint64_t h, unsigned w, bool tab,
          bool pow2, struct cuckoo_pos *p)
 {
-	uint32_t t;
+	uint32_t raw = (uint32_t)(h >> (64 - w)), t;
 
-	if (!tab && !pow2) {
+	if (w == 16 && !tab && !pow2) {
 		cuckoo_locate_hash(f, h, w, p);
-		return;
+		return raw;
 	}
-	p->fp = (uint32_t)(h >> (64 - w));
-	p->fp += p->fp == 0;
-	p->i1 = admit_fastrange32((uint32_t)h, f->m);
-	t = tab ? f->alt16[p->fp] : w == 8 ? f->alt8[p->fp] :
+	p->fp = raw + (raw < 1);
+	p->i1 = pow2 ? (uint32_t)h >> f->m_shift
+	             : admit_fastrange32((uint32_t)h, f->m);
+	t = w == 8 ? f->alt8[raw] : tab ? f->alt16[p->fp] :
 	    cuckoo_alt_of(p->fp, f->alt_seed, f->m);
 	p->i2 = pow2 ? (t - p->i1) & f->m_mask : cuckoo_alt_t(f, p->i1, t);
+	return raw;
 }
 
 /* The waiting loop, out of line: it may call sched_yield(), and the
@@ -477,11 +480,12 @@ contains_hashed_wt(const struct admit_cuckoo *f, uint64_t h, unsigned w,
 {
 	struct probe q;
 	struct stripe_reader r;
+	uint32_t raw, v;
 
-	uint32_t v;
-
-	locate_w(f, h, w, tab, pow2, &q.p);
+	raw = locate_w(f, h, w, tab, pow2, &q.p);
 	probe_init(&q, f, w, &r);
+	if (w == 8)
+		q.fps = f->fps8[raw];
 #ifdef ADMIT_BROKEN_SKIP_VALIDATION
 	/* As in lookup_w(): believe a miss without validating it. */
 	return probe_match_any(&q);
@@ -592,9 +596,11 @@ admit_cuckoo_contains(const struct admit_cuckoo *f, const void *key, size_t len)
 {
 	/* The common call first, in three tests and one jump: an 8-byte key
 	 * (so a non-NULL one is valid), by the filter's lookup. */
-	if (__builtin_expect(f != NULL, 1) && __builtin_expect(key != NULL, 1) &&
-	    __builtin_expect(len == 8, 1))
-		return f->contains_key(f, key);
+	if (__builtin_expect(len == 8, 1) && __builtin_expect(key != NULL, 1)) {
+		if (__builtin_expect(f != NULL, 1))
+			return f->contains_key(f, key);
+		return false;
+	}
 	return contains_other(f, key, len);
 }
 
@@ -1129,7 +1135,7 @@ admit_cuckoo_halve(struct admit_cuckoo *f)
 	 * move_one()). */
 	atomic_fetch_add_explicit(&f->halving, 1, memory_order_relaxed);
 	for (uint32_t i = 0; i < f->m; i++) {
-		_Atomic uint32_t *s = cuckoo_stripe(f, i);
+		_Atomic uint32_t *s = &f->seq[i & f->stripe_mask];
 		unsigned emptied = 0;
 		uint64_t b;
 
