@@ -109,12 +109,7 @@ _Static_assert(offsetof(struct admit_cuckoo, view) == 0,
 
 #define ALT16_BYTES (65536 * sizeof(uint32_t))
 
-static bool contains_key8(const struct admit_cuckoo *f, const void *key);
-static bool contains_key16(const struct admit_cuckoo *f, const void *key);
-static bool contains_key16t(const struct admit_cuckoo *f, const void *key);
-static bool contains_key8p(const struct admit_cuckoo *f, const void *key);
-static bool contains_key16tp(const struct admit_cuckoo *f, const void *key);
-static bool contains_key_any(const struct admit_cuckoo *f, const void *key);
+static void set_key8_calls(struct admit_cuckoo *f);
 
 uint32_t
 cuckoo_buckets_for(uint64_t capacity)
@@ -204,12 +199,7 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 		admit_cuckoo_free(f);
 		return ADMIT_NOMEM;
 	}
-	f->contains_key = hash_version != CUCKOO_HASH_MUL8 ? contains_key_any :
-	                  f->lookup_width == 8 ?
-	                  (f->pow2 ? contains_key8p : contains_key8) :
-	                  f->lookup_width != 16 ? contains_key_any :
-	                  f->alt16 ? (f->pow2 ? contains_key16tp : contains_key16t) :
-	                  contains_key16;
+	set_key8_calls(f);
 	f->view = (struct admit_cuckoo_view){
 		.table = f->t32 ? (const void *)f->t32 : (const void *)f->t64,
 		.seq = f->seq, .seed = f->seed, .m = f->m,
@@ -546,44 +536,6 @@ contains_other(const struct admit_cuckoo *f, const void *key, size_t len)
 	       contains_any(f, key, len);
 }
 
-/* An 8-byte key of a filter of hash version 2, by width: each its own
- * function, so that each gets its own register allocation (one function
- * for both pushed callee-saved registers for the wider of the two). */
-static __attribute__((noinline)) bool
-contains_key8(const struct admit_cuckoo *f, const void *key)
-{
-	return contains_hashed_w(f, admit_mul8(key, f->mul.k, f->mul.s), 8);
-}
-
-static __attribute__((noinline)) bool
-contains_key16(const struct admit_cuckoo *f, const void *key)
-{
-	return contains_hashed_w(f, admit_mul8(key, f->mul.k, f->mul.s), 16);
-}
-
-/* A 16-bit filter with f->alt16. */
-static __attribute__((noinline)) bool
-contains_key16t(const struct admit_cuckoo *f, const void *key)
-{
-	return contains_hashed_wt(f, admit_mul8(key, f->mul.k, f->mul.s), 16,
-	                          true, false);
-}
-
-/* The same two when m is a power of two. */
-static __attribute__((noinline)) bool
-contains_key8p(const struct admit_cuckoo *f, const void *key)
-{
-	return contains_hashed_wt(f, admit_mul8(key, f->mul.k, f->mul.s), 8,
-	                          false, true);
-}
-
-static __attribute__((noinline)) bool
-contains_key16tp(const struct admit_cuckoo *f, const void *key)
-{
-	return contains_hashed_wt(f, admit_mul8(key, f->mul.k, f->mul.s), 16,
-	                          true, true);
-}
-
 /* Counting filters, and filters that hash 8-byte keys by XXH3. */
 static bool
 contains_key_any(const struct admit_cuckoo *f, const void *key)
@@ -785,6 +737,58 @@ copy_locked_w(struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
 	return ADMIT_FULL;
 }
 
+/*
+ * A membership copy with one stripe: the first of the key's buckets seen
+ * with a free lane, locked alone, gets the fingerprint if the lane is
+ * still free under its stripe.  One stripe is enough: a copy changes one
+ * bucket, and holding that bucket's stripe is what every other writer and
+ * every validating reader of it waits on (the file's head).  The same
+ * lane as copy_locked_w() picks when nothing changes meanwhile.  ADMIT_FULL
+ * if neither bucket had a free lane: add() then takes both stripes.
+ */
+static inline __attribute__((always_inline)) enum admit_status
+copy_one_stripe_w(struct admit_cuckoo *f, const struct cuckoo_pos *p,
+                  unsigned w)
+{
+	const uint64_t ones = w == 8 ? 0x01010101ull : 0x0001000100010001ull;
+	const uint64_t high = ones << (w - 1), low = high - ones;
+
+	__builtin_prefetch(bucket_addr_w(f, p->i2, w), 1);
+	for (int k = 0; k < 2; k++) {
+		uint32_t i = k ? p->i2 : p->i1;
+		_Atomic uint32_t *s = &f->seq[i & f->stripe_mask];
+		/* relaxed: a hint; the lane is taken only after the stripe's
+		 * acquire, from the word read again under it. */
+		uint64_t b = w == 8 ?
+		    atomic_load_explicit(&f->t32[i], memory_order_relaxed) :
+		    atomic_load_explicit(&f->t64[i], memory_order_relaxed);
+		uint64_t z = ~(((b & low) + low) | b) & high;
+
+		if (!z)
+			continue;
+		stripe_lock(s);
+		/* Under the stripe no other writer changes this word. */
+		b = w == 8 ? atomic_load_explicit(&f->t32[i], memory_order_acquire) :
+		    atomic_load_explicit(&f->t64[i], memory_order_acquire);
+		z = ~(((b & low) + low) | b) & high;
+		if (z) {
+			b |= (uint64_t)p->fp << (__builtin_ctzll(z) / w * w);
+			/* release: as bucket_store(). */
+			if (w == 8)
+				atomic_store_explicit(&f->t32[i], (uint32_t)b,
+				                      memory_order_release);
+			else
+				atomic_store_explicit(&f->t64[i], b,
+				                      memory_order_release);
+			stat_add_locked(&stats_of(f, i)->items, 1);
+		}
+		stripe_unlock(s);
+		if (z)
+			return ADMIT_OK;
+	}
+	return ADMIT_FULL;
+}
+
 static enum admit_status
 copy_or_add_locked(struct admit_cuckoo *f, const struct cuckoo_pos *p,
                    enum add_op op)
@@ -811,14 +815,50 @@ struct cuckoo_path {
 	uint32_t fp[BFS_MAX_DEPTH + 1];
 };
 
+/* The width-w forms of bucket_load(), slot_get(), slot_fp(), cuckoo_alt()
+ * and lanes_zero() for a membership filter (w 8 or 16, a constant), the
+ * general ones for w = 0. */
+static inline __attribute__((always_inline)) uint64_t
+bucket_load_w(const struct admit_cuckoo *f, uint32_t i, unsigned w)
+{
+	/* acquire: as bucket_load(). */
+	return w == 8 ? atomic_load_explicit(&f->t32[i], memory_order_acquire) :
+	       w == 16 ? atomic_load_explicit(&f->t64[i], memory_order_acquire) :
+	       bucket_load(f, i);
+}
+
+static inline __attribute__((always_inline)) uint32_t
+slot_fp_w(const struct admit_cuckoo *f, uint64_t b, unsigned s, unsigned w)
+{
+	return w ? (uint32_t)(b >> (s * w)) & ((1u << w) - 1)
+	         : slot_fp(f, slot_get(f, b, s));
+}
+
+static inline __attribute__((always_inline)) uint32_t
+alt_w(const struct admit_cuckoo *f, uint32_t i, uint32_t fp, unsigned w)
+{
+	return w == 8 ? cuckoo_alt8(f, i, fp) :
+	       w == 16 && f->alt16 ? cuckoo_alt_t(f, i, f->alt16[fp]) :
+	       cuckoo_alt(f, i, fp);
+}
+
+static inline __attribute__((always_inline)) uint64_t
+lanes_zero_w(const struct admit_cuckoo *f, uint64_t x, unsigned w)
+{
+	const uint64_t ones = w == 8 ? 0x01010101ull : 0x0001000100010001ull;
+	const uint64_t high = ones << (w - 1), low = high - ones;
+
+	return w ? ~(((x & low) + low) | x) & high : lanes_zero(f, x);
+}
+
 /*
  * Breadth-first search, without locks, for the shortest chain of moves that
  * frees a slot in one of the key's buckets.  Reads may be stale; the
- * execution re-checks every hop under its stripes.
+ * execution re-checks every hop under its stripes.  w as bucket_load_w().
  */
-static bool
-find_path(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
-          struct cuckoo_path *path)
+static inline __attribute__((always_inline)) bool
+find_path_w(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
+            struct cuckoo_path *path, unsigned w)
 {
 	struct bfs_node q[BFS_QUEUE];
 	int head = 0, tail = 0;
@@ -829,27 +869,27 @@ find_path(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
 
 	while (head < tail) {
 		int cur = head++;
-		uint64_t b = bucket_load(f, q[cur].bucket);
+		uint64_t b = bucket_load_w(f, q[cur].bucket, w);
 		uint32_t child[CUCKOO_SLOTS];
 
 		/* Start the four children's misses together: the tests below
 		 * branch on each one's data. */
 		for (unsigned s = 0; s < CUCKOO_SLOTS; s++) {
-			uint64_t v = slot_get(f, b, s);
+			uint32_t fp = slot_fp_w(f, b, s, w);
 
-			child[s] = v ? cuckoo_alt(f, q[cur].bucket, slot_fp(f, v))
-			             : q[cur].bucket;
-			__builtin_prefetch(cuckoo_bucket_addr(f, child[s]));
+			child[s] = fp ? alt_w(f, q[cur].bucket, fp, w)
+			              : q[cur].bucket;
+			__builtin_prefetch(bucket_addr_w(f, child[s], w));
 		}
 		for (unsigned s = 0; s < CUCKOO_SLOTS; s++) {
-			uint32_t fp = slot_fp(f, slot_get(f, b, s)), next = child[s];
+			uint32_t fp = slot_fp_w(f, b, s, w), next = child[s];
 			int n;
 
 			/* An empty slot (freed since: the caller's retry sees it)
 			 * or a fingerprint whose two buckets coincide: no hop. */
 			if (next == q[cur].bucket)
 				continue;
-			if (lanes_zero(f, bucket_load(f, next))) {
+			if (lanes_zero_w(f, bucket_load_w(f, next, w), w)) {
 				/* Unwind: the hops from a root to cur, then cur -> next. */
 				int depth = q[cur].depth;
 
@@ -875,6 +915,16 @@ find_path(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
 		}
 	}
 	return false;
+}
+
+static bool
+find_path(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
+          struct cuckoo_path *path)
+{
+	if (f->counting)
+		return find_path_w(f, p, path, 0);
+	return f->slot_bits == 8 ? find_path_w(f, p, path, 8)
+	                         : find_path_w(f, p, path, 16);
 }
 
 /* Make one hop under its two stripes.  False if the search's view of it is
@@ -925,7 +975,9 @@ run_path(struct admit_cuckoo *f, const struct cuckoo_path *path)
 	return true;
 }
 
-static enum admit_status
+/* Out of line: copy_w()'s callers keep its registers (and the path's
+ * stack) off their common path. */
+static __attribute__((noinline)) enum admit_status
 add(struct admit_cuckoo *f, const struct cuckoo_pos *p, enum add_op op)
 {
 	for (unsigned attempt = 0; attempt < MAX_PATH_ATTEMPTS; attempt++) {
@@ -951,6 +1003,25 @@ add(struct admit_cuckoo *f, const struct cuckoo_pos *p, enum add_op op)
 	return ADMIT_FULL;
 }
 
+/* A membership copy: under one stripe when a bucket has a free lane,
+ * else by add(). */
+static inline __attribute__((always_inline)) enum admit_status
+copy_w(struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
+{
+	if (copy_one_stripe_w(f, p, w) == ADMIT_OK)
+		return ADMIT_OK;
+	return add(f, p, ADD_COPY);
+}
+
+/* add() for any operation, copies by copy_w(). */
+static enum admit_status
+add_any(struct admit_cuckoo *f, const struct cuckoo_pos *p, enum add_op op)
+{
+	if (op != ADD_COPY || f->counting)
+		return add(f, p, op);
+	return f->slot_bits == 8 ? copy_w(f, p, 8) : copy_w(f, p, 16);
+}
+
 static enum admit_status
 add_key(struct admit_cuckoo *f, const void *key, size_t len, enum add_op op)
 {
@@ -963,12 +1034,82 @@ add_key(struct admit_cuckoo *f, const void *key, size_t len, enum add_op op)
 	if (op == ADD_INCREMENT && !f->counting)
 		return ADMIT_EINVAL;
 	cuckoo_locate(f, key, len, &p);
-	return add(f, &p, op);
+	return add_any(f, &p, op);
+}
+
+/*
+ * An 8-byte key of a membership filter of hash version 2: a lookup and an
+ * insert for each width, with or without f->alt16, m a power of two or
+ * not, each its own function so that each gets its own register
+ * allocation and admit_cuckoo_contains() and admit_cuckoo_insert() reach
+ * it in one jump.
+ */
+#define KEY8_CALLS(sfx, w, tab, pow2)                                         \
+	static __attribute__((noinline)) bool                                 \
+	contains_key##sfx(const struct admit_cuckoo *f, const void *key)      \
+	{                                                                     \
+		return contains_hashed_wt(f, admit_mul8(key, f->mul.k,        \
+		                                        f->mul.s),            \
+		                          w, tab, pow2);                      \
+	}                                                                     \
+	static __attribute__((noinline)) enum admit_status                    \
+	insert_key##sfx(struct admit_cuckoo *f, const void *key)              \
+	{                                                                     \
+		struct cuckoo_pos p;                                          \
+                                                                              \
+		locate_w(f, admit_mul8(key, f->mul.k, f->mul.s), w, tab,      \
+		         pow2, &p);                                           \
+		return copy_w(f, &p, w);                                      \
+	}
+KEY8_CALLS(8, 8, false, false)
+KEY8_CALLS(8p, 8, false, true)
+KEY8_CALLS(16, 16, false, false)
+KEY8_CALLS(16t, 16, true, false)
+KEY8_CALLS(16tp, 16, true, true)
+#undef KEY8_CALLS
+
+/* Counting filters, and filters that hash 8-byte keys by XXH3. */
+static enum admit_status
+insert_key_any(struct admit_cuckoo *f, const void *key)
+{
+	return add_key(f, key, 8, ADD_COPY);
+}
+
+static void
+set_key8_calls(struct admit_cuckoo *f)
+{
+	bool v2 = f->hash_version == CUCKOO_HASH_MUL8;
+
+	if (v2 && f->lookup_width == 8 && f->pow2) {
+		f->contains_key = contains_key8p;
+		f->insert_key = insert_key8p;
+	} else if (v2 && f->lookup_width == 8) {
+		f->contains_key = contains_key8;
+		f->insert_key = insert_key8;
+	} else if (v2 && f->lookup_width == 16 && f->alt16 && f->pow2) {
+		f->contains_key = contains_key16tp;
+		f->insert_key = insert_key16tp;
+	} else if (v2 && f->lookup_width == 16 && f->alt16) {
+		f->contains_key = contains_key16t;
+		f->insert_key = insert_key16t;
+	} else if (v2 && f->lookup_width == 16) {
+		f->contains_key = contains_key16;
+		f->insert_key = insert_key16;
+	} else {
+		f->contains_key = contains_key_any;
+		f->insert_key = insert_key_any;
+	}
 }
 
 enum admit_status
 admit_cuckoo_insert(struct admit_cuckoo *f, const void *key, size_t len)
 {
+	/* As admit_cuckoo_contains(): an 8-byte key by the filter's call. */
+	if (__builtin_expect(len == 8, 1) && __builtin_expect(key != NULL, 1)) {
+		if (__builtin_expect(f != NULL, 1))
+			return f->insert_key(f, key);
+		return ADMIT_EINVAL;
+	}
 	return add_key(f, key, len, ADD_COPY);
 }
 
@@ -997,7 +1138,7 @@ admit_cuckoo_insert_many(struct admit_cuckoo *f, size_t n,
 			__builtin_prefetch(cuckoo_bucket_addr(f, pos[j].i2), 1);
 		}
 		for (size_t j = 0; j < k; j++) {
-			out[base + j] = add(f, &pos[j], op);
+			out[base + j] = add_any(f, &pos[j], op);
 			if (out[base + j] != ADMIT_OK)
 				st = out[base + j];
 		}

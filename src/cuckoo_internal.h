@@ -66,6 +66,8 @@ struct admit_cuckoo {
 	/* An 8-byte key's lookup for this filter's lookup_width (cuckoo.c),
 	 * so that admit_cuckoo_contains() dispatches in one jump. */
 	bool (*contains_key)(const struct admit_cuckoo *f, const void *key);
+	/* The same for admit_cuckoo_insert(). */
+	enum admit_status (*insert_key)(struct admit_cuckoo *f, const void *key);
 	uint64_t capacity;
 	uint64_t seed;
 	/* How an 8-byte key is hashed, fixed by the snapshot format's
