@@ -845,8 +845,8 @@ alt_w(const struct admit_cuckoo *f, uint32_t i, uint32_t fp, unsigned w)
 static inline __attribute__((always_inline)) uint64_t
 lanes_zero_w(const struct admit_cuckoo *f, uint64_t x, unsigned w)
 {
-	const uint64_t ones = w == 8 ? 0x01010101ull : 0x0001000100010001ull;
-	const uint64_t high = ones << (w - 1), low = high - ones;
+	const uint64_t high = w == 8 ? 0x80808080ull : 0x8000800080008000ull;
+	const uint64_t low = w == 8 ? 0x7f7f7f7full : 0x7fff7fff7fff7fffull;
 
 	return w ? ~(((x & low) + low) | x) & high : lanes_zero(f, x);
 }
