@@ -645,6 +645,8 @@ admit_cuckoo_contains_many(const struct admit_cuckoo *f, size_t n,
 			contains_many_w(f, n, keys, lens, out, 16, true, true);
 		else if (f->alt16)
 			contains_many_w(f, n, keys, lens, out, 16, true, false);
+		else if (f->pow2)
+			contains_many_w(f, n, keys, lens, out, 16, false, true);
 		else
 			contains_many_w(f, n, keys, lens, out, 16, false, false);
 		break;
@@ -1064,6 +1066,7 @@ add_key(struct admit_cuckoo *f, const void *key, size_t len, enum add_op op)
 KEY8_CALLS(8, 8, false, false)
 KEY8_CALLS(8p, 8, false, true)
 KEY8_CALLS(16, 16, false, false)
+KEY8_CALLS(16p, 16, false, true)
 KEY8_CALLS(16t, 16, true, false)
 KEY8_CALLS(16tp, 16, true, true)
 #undef KEY8_CALLS
@@ -1092,6 +1095,9 @@ set_key8_calls(struct admit_cuckoo *f)
 	} else if (v2 && f->lookup_width == 16 && f->alt16) {
 		f->contains_key = contains_key16t;
 		f->insert_key = insert_key16t;
+	} else if (v2 && f->lookup_width == 16 && f->pow2) {
+		f->contains_key = contains_key16p;
+		f->insert_key = insert_key16p;
 	} else if (v2 && f->lookup_width == 16) {
 		f->contains_key = contains_key16;
 		f->insert_key = insert_key16;
