@@ -6,7 +6,7 @@
 # on 2 cores) and reusing it after.  With "noopt", the server alone as
 # upstream's `make noopt` builds it (-O0, the same jemalloc linked
 # statically, no LTO: 126 CPU seconds where the full build takes about
-# 200), under modules/redis/valkey-noopt: what make check loads the module
+# 210), under modules/redis/valkey-noopt: what make check loads the module
 # into; benchmarks take the optimised build.  Exits 77, saying why, when
 # the source is absent (a user's clone has no ../shared); 1 if the build
 # fails.
