@@ -109,12 +109,7 @@ _Static_assert(offsetof(struct admit_cuckoo, view) == 0,
 
 #define ALT16_BYTES (65536 * sizeof(uint32_t))
 
-static bool contains_key8(const struct admit_cuckoo *f, const void *key);
-static bool contains_key16(const struct admit_cuckoo *f, const void *key);
-static bool contains_key16t(const struct admit_cuckoo *f, const void *key);
-static bool contains_key8p(const struct admit_cuckoo *f, const void *key);
-static bool contains_key16tp(const struct admit_cuckoo *f, const void *key);
-static bool contains_key_any(const struct admit_cuckoo *f, const void *key);
+static void set_key8_calls(struct admit_cuckoo *f);
 
 uint32_t
 cuckoo_buckets_for(uint64_t capacity)
@@ -149,7 +144,7 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	bool want_alt16;
 
 	/* Aligned: the struct pads writer-hot fields to their own lines. */
-	f = admit_mem_table(alloc, sizeof(*f), &own);
+	f = admit_mem_table(alloc, cuckoo_struct_bytes(stripes), &own);
 	if (!f)
 		return ADMIT_NOMEM;
 	f->alloc = admit_mem_copy(alloc);
@@ -157,6 +152,7 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->m = m;
 	f->pow2 = (m & (m - 1)) == 0;
 	f->m_mask = m - 1;
+	f->m_shift = 32 - (unsigned)__builtin_ctz(m);
 	f->capacity = capacity;
 	f->counting = counting;
 	f->slot_bits = fingerprint_bits;
@@ -168,8 +164,10 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->hash8 = admit_hash8_prepare(seed);
 	f->mul = admit_mul8_prepare(seed);
 	f->alt_seed = (uint32_t)(seed >> 32);
-	for (unsigned fp = 0; fp < 256; fp++)
-		f->alt8[fp] = cuckoo_alt_of(fp, f->alt_seed, m);
+	for (unsigned fp = 0; fp < 256; fp++) {
+		f->alt8[fp] = cuckoo_alt_of(fp ? fp : 1, f->alt_seed, m);
+		f->fps8[fp] = (fp ? fp : 1) * 0x01010101u;
+	}
 	f->stripe_mask = stripes - 1;
 	if (fingerprint_bits == 8) {
 		f->ones = 0x01010101ull;
@@ -183,8 +181,6 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->low = f->high - f->ones; /* 0x7f.. per lane */
 
 	table_bytes = (size_t)m * cuckoo_bucket_bytes(f);
-	f->seq = admit_mem_zalloc(&f->alloc, stripes * sizeof(*f->seq),
-	                          &f->footprint);
 	f->stats = admit_mem_table(&f->alloc,
 	                           (size_t)stripes * sizeof(*f->stats),
 	                           &f->footprint);
@@ -198,17 +194,12 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	                                               &f->footprint)))
 		for (unsigned fp = 0; fp < 65536; fp++)
 			f->alt16[fp] = cuckoo_alt_of(fp, f->alt_seed, m);
-	if (!f->seq || !f->stats || (!f->t32 && !f->t64) ||
+	if (!f->stats || (!f->t32 && !f->t64) ||
 	    (want_alt16 && !f->alt16)) {
 		admit_cuckoo_free(f);
 		return ADMIT_NOMEM;
 	}
-	f->contains_key = hash_version != CUCKOO_HASH_MUL8 ? contains_key_any :
-	                  f->lookup_width == 8 ?
-	                  (f->pow2 ? contains_key8p : contains_key8) :
-	                  f->lookup_width != 16 ? contains_key_any :
-	                  f->alt16 ? (f->pow2 ? contains_key16tp : contains_key16t) :
-	                  contains_key16;
+	set_key8_calls(f);
 	f->view = (struct admit_cuckoo_view){
 		.table = f->t32 ? (const void *)f->t32 : (const void *)f->t64,
 		.seq = f->seq, .seed = f->seed, .m = f->m,
@@ -264,9 +255,8 @@ admit_cuckoo_free(struct admit_cuckoo *f)
 	admit_mem_table_free(&a, f->stats,
 	                     (size_t)(f->stripe_mask + 1) * sizeof(*f->stats),
 	                     NULL);
-	admit_mem_free(&a, f->seq, (f->stripe_mask + 1) * sizeof(*f->seq), NULL);
 	admit_mem_free(&a, f->alt16, ALT16_BYTES, NULL);
-	admit_mem_table_free(&a, f, sizeof(*f), NULL);
+	admit_mem_table_free(&a, f, cuckoo_struct_bytes(f->stripe_mask + 1), NULL);
 }
 
 size_t
@@ -388,23 +378,26 @@ probe_init(struct probe *q, const struct admit_cuckoo *f, unsigned w,
 }
 
 /* cuckoo_locate_hash() for width w (8 or 16); tab: by f->alt16; pow2: m
- * is a power of two, so (t - i1) mod m is a subtraction and a mask. */
-static inline __attribute__((always_inline)) void
+ * is a power of two, so i1 is a shift and (t - i1) mod m a subtraction and
+ * a mask.  Returns the hash's top w bits, the index of f->fps8 and
+ * f->alt8 (both defined at 0). */
+static inline __attribute__((always_inline)) uint32_t
 locate_w(const struct admit_cuckoo *f, uint64_t h, unsigned w, bool tab,
          bool pow2, struct cuckoo_pos *p)
 {
-	uint32_t t;
+	uint32_t raw = (uint32_t)(h >> (64 - w)), t;
 
-	if (!tab && !pow2) {
+	if (w == 16 && !tab && !pow2) {
 		cuckoo_locate_hash(f, h, w, p);
-		return;
+		return raw;
 	}
-	p->fp = (uint32_t)(h >> (64 - w));
-	p->fp += p->fp == 0;
-	p->i1 = admit_fastrange32((uint32_t)h, f->m);
-	t = tab ? f->alt16[p->fp] : w == 8 ? f->alt8[p->fp] :
+	p->fp = raw + (raw < 1);
+	p->i1 = pow2 ? (uint32_t)h >> f->m_shift
+	             : admit_fastrange32((uint32_t)h, f->m);
+	t = w == 8 ? f->alt8[raw] : tab ? f->alt16[p->fp] :
 	    cuckoo_alt_of(p->fp, f->alt_seed, f->m);
 	p->i2 = pow2 ? (t - p->i1) & f->m_mask : cuckoo_alt_t(f, p->i1, t);
+	return raw;
 }
 
 /* The waiting loop, out of line: it may call sched_yield(), and the
@@ -477,11 +470,12 @@ contains_hashed_wt(const struct admit_cuckoo *f, uint64_t h, unsigned w,
 {
 	struct probe q;
 	struct stripe_reader r;
+	uint32_t raw, v;
 
-	uint32_t v;
-
-	locate_w(f, h, w, tab, pow2, &q.p);
+	raw = locate_w(f, h, w, tab, pow2, &q.p);
 	probe_init(&q, f, w, &r);
+	if (w == 8)
+		q.fps = f->fps8[raw];
 #ifdef ADMIT_BROKEN_SKIP_VALIDATION
 	/* As in lookup_w(): believe a miss without validating it. */
 	return probe_match_any(&q);
@@ -542,44 +536,6 @@ contains_other(const struct admit_cuckoo *f, const void *key, size_t len)
 	       contains_any(f, key, len);
 }
 
-/* An 8-byte key of a filter of hash version 2, by width: each its own
- * function, so that each gets its own register allocation (one function
- * for both pushed callee-saved registers for the wider of the two). */
-static __attribute__((noinline)) bool
-contains_key8(const struct admit_cuckoo *f, const void *key)
-{
-	return contains_hashed_w(f, admit_mul8(key, f->mul.k, f->mul.s), 8);
-}
-
-static __attribute__((noinline)) bool
-contains_key16(const struct admit_cuckoo *f, const void *key)
-{
-	return contains_hashed_w(f, admit_mul8(key, f->mul.k, f->mul.s), 16);
-}
-
-/* A 16-bit filter with f->alt16. */
-static __attribute__((noinline)) bool
-contains_key16t(const struct admit_cuckoo *f, const void *key)
-{
-	return contains_hashed_wt(f, admit_mul8(key, f->mul.k, f->mul.s), 16,
-	                          true, false);
-}
-
-/* The same two when m is a power of two. */
-static __attribute__((noinline)) bool
-contains_key8p(const struct admit_cuckoo *f, const void *key)
-{
-	return contains_hashed_wt(f, admit_mul8(key, f->mul.k, f->mul.s), 8,
-	                          false, true);
-}
-
-static __attribute__((noinline)) bool
-contains_key16tp(const struct admit_cuckoo *f, const void *key)
-{
-	return contains_hashed_wt(f, admit_mul8(key, f->mul.k, f->mul.s), 16,
-	                          true, true);
-}
-
 /* Counting filters, and filters that hash 8-byte keys by XXH3. */
 static bool
 contains_key_any(const struct admit_cuckoo *f, const void *key)
@@ -592,9 +548,11 @@ admit_cuckoo_contains(const struct admit_cuckoo *f, const void *key, size_t len)
 {
 	/* The common call first, in three tests and one jump: an 8-byte key
 	 * (so a non-NULL one is valid), by the filter's lookup. */
-	if (__builtin_expect(f != NULL, 1) && __builtin_expect(key != NULL, 1) &&
-	    __builtin_expect(len == 8, 1))
-		return f->contains_key(f, key);
+	if (__builtin_expect(len == 8, 1) && __builtin_expect(key != NULL, 1)) {
+		if (__builtin_expect(f != NULL, 1))
+			return f->contains_key(f, key);
+		return false;
+	}
 	return contains_other(f, key, len);
 }
 
@@ -779,6 +737,58 @@ copy_locked_w(struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
 	return ADMIT_FULL;
 }
 
+/*
+ * A membership copy with one stripe: the first of the key's buckets seen
+ * with a free lane, locked alone, gets the fingerprint if the lane is
+ * still free under its stripe.  One stripe is enough: a copy changes one
+ * bucket, and holding that bucket's stripe is what every other writer and
+ * every validating reader of it waits on (the file's head).  The same
+ * lane as copy_locked_w() picks when nothing changes meanwhile.  ADMIT_FULL
+ * if neither bucket had a free lane: add() then takes both stripes.
+ */
+static inline __attribute__((always_inline)) enum admit_status
+copy_one_stripe_w(struct admit_cuckoo *f, const struct cuckoo_pos *p,
+                  unsigned w)
+{
+	const uint64_t ones = w == 8 ? 0x01010101ull : 0x0001000100010001ull;
+	const uint64_t high = ones << (w - 1), low = high - ones;
+
+	__builtin_prefetch(bucket_addr_w(f, p->i2, w), 1);
+	for (int k = 0; k < 2; k++) {
+		uint32_t i = k ? p->i2 : p->i1;
+		_Atomic uint32_t *s = &f->seq[i & f->stripe_mask];
+		/* relaxed: a hint; the lane is taken only after the stripe's
+		 * acquire, from the word read again under it. */
+		uint64_t b = w == 8 ?
+		    atomic_load_explicit(&f->t32[i], memory_order_relaxed) :
+		    atomic_load_explicit(&f->t64[i], memory_order_relaxed);
+		uint64_t z = ~(((b & low) + low) | b) & high;
+
+		if (!z)
+			continue;
+		stripe_lock(s);
+		/* Under the stripe no other writer changes this word. */
+		b = w == 8 ? atomic_load_explicit(&f->t32[i], memory_order_acquire) :
+		    atomic_load_explicit(&f->t64[i], memory_order_acquire);
+		z = ~(((b & low) + low) | b) & high;
+		if (z) {
+			b |= (uint64_t)p->fp << (__builtin_ctzll(z) / w * w);
+			/* release: as bucket_store(). */
+			if (w == 8)
+				atomic_store_explicit(&f->t32[i], (uint32_t)b,
+				                      memory_order_release);
+			else
+				atomic_store_explicit(&f->t64[i], b,
+				                      memory_order_release);
+			stat_add_locked(&stats_of(f, i)->items, 1);
+		}
+		stripe_unlock(s);
+		if (z)
+			return ADMIT_OK;
+	}
+	return ADMIT_FULL;
+}
+
 static enum admit_status
 copy_or_add_locked(struct admit_cuckoo *f, const struct cuckoo_pos *p,
                    enum add_op op)
@@ -805,14 +815,50 @@ struct cuckoo_path {
 	uint32_t fp[BFS_MAX_DEPTH + 1];
 };
 
+/* The width-w forms of bucket_load(), slot_get(), slot_fp(), cuckoo_alt()
+ * and lanes_zero() for a membership filter (w 8 or 16, a constant), the
+ * general ones for w = 0. */
+static inline __attribute__((always_inline)) uint64_t
+bucket_load_w(const struct admit_cuckoo *f, uint32_t i, unsigned w)
+{
+	/* acquire: as bucket_load(). */
+	return w == 8 ? atomic_load_explicit(&f->t32[i], memory_order_acquire) :
+	       w == 16 ? atomic_load_explicit(&f->t64[i], memory_order_acquire) :
+	       bucket_load(f, i);
+}
+
+static inline __attribute__((always_inline)) uint32_t
+slot_fp_w(const struct admit_cuckoo *f, uint64_t b, unsigned s, unsigned w)
+{
+	return w ? (uint32_t)(b >> (s * w)) & ((1u << w) - 1)
+	         : slot_fp(f, slot_get(f, b, s));
+}
+
+static inline __attribute__((always_inline)) uint32_t
+alt_w(const struct admit_cuckoo *f, uint32_t i, uint32_t fp, unsigned w)
+{
+	return w == 8 ? cuckoo_alt8(f, i, fp) :
+	       w == 16 && f->alt16 ? cuckoo_alt_t(f, i, f->alt16[fp]) :
+	       cuckoo_alt(f, i, fp);
+}
+
+static inline __attribute__((always_inline)) uint64_t
+lanes_zero_w(const struct admit_cuckoo *f, uint64_t x, unsigned w)
+{
+	const uint64_t high = w == 8 ? 0x80808080ull : 0x8000800080008000ull;
+	const uint64_t low = w == 8 ? 0x7f7f7f7full : 0x7fff7fff7fff7fffull;
+
+	return w ? ~(((x & low) + low) | x) & high : lanes_zero(f, x);
+}
+
 /*
  * Breadth-first search, without locks, for the shortest chain of moves that
  * frees a slot in one of the key's buckets.  Reads may be stale; the
- * execution re-checks every hop under its stripes.
+ * execution re-checks every hop under its stripes.  w as bucket_load_w().
  */
-static bool
-find_path(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
-          struct cuckoo_path *path)
+static inline __attribute__((always_inline)) bool
+find_path_w(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
+            struct cuckoo_path *path, unsigned w)
 {
 	struct bfs_node q[BFS_QUEUE];
 	int head = 0, tail = 0;
@@ -823,27 +869,27 @@ find_path(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
 
 	while (head < tail) {
 		int cur = head++;
-		uint64_t b = bucket_load(f, q[cur].bucket);
+		uint64_t b = bucket_load_w(f, q[cur].bucket, w);
 		uint32_t child[CUCKOO_SLOTS];
 
 		/* Start the four children's misses together: the tests below
 		 * branch on each one's data. */
 		for (unsigned s = 0; s < CUCKOO_SLOTS; s++) {
-			uint64_t v = slot_get(f, b, s);
+			uint32_t fp = slot_fp_w(f, b, s, w);
 
-			child[s] = v ? cuckoo_alt(f, q[cur].bucket, slot_fp(f, v))
-			             : q[cur].bucket;
-			__builtin_prefetch(cuckoo_bucket_addr(f, child[s]));
+			child[s] = fp ? alt_w(f, q[cur].bucket, fp, w)
+			              : q[cur].bucket;
+			__builtin_prefetch(bucket_addr_w(f, child[s], w));
 		}
 		for (unsigned s = 0; s < CUCKOO_SLOTS; s++) {
-			uint32_t fp = slot_fp(f, slot_get(f, b, s)), next = child[s];
+			uint32_t fp = slot_fp_w(f, b, s, w), next = child[s];
 			int n;
 
 			/* An empty slot (freed since: the caller's retry sees it)
 			 * or a fingerprint whose two buckets coincide: no hop. */
 			if (next == q[cur].bucket)
 				continue;
-			if (lanes_zero(f, bucket_load(f, next))) {
+			if (lanes_zero_w(f, bucket_load_w(f, next, w), w)) {
 				/* Unwind: the hops from a root to cur, then cur -> next. */
 				int depth = q[cur].depth;
 
@@ -869,6 +915,16 @@ find_path(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
 		}
 	}
 	return false;
+}
+
+static bool
+find_path(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
+          struct cuckoo_path *path)
+{
+	if (f->counting)
+		return find_path_w(f, p, path, 0);
+	return f->slot_bits == 8 ? find_path_w(f, p, path, 8)
+	                         : find_path_w(f, p, path, 16);
 }
 
 /* Make one hop under its two stripes.  False if the search's view of it is
@@ -919,7 +975,9 @@ run_path(struct admit_cuckoo *f, const struct cuckoo_path *path)
 	return true;
 }
 
-static enum admit_status
+/* Out of line: copy_w()'s callers keep its registers (and the path's
+ * stack) off their common path. */
+static __attribute__((noinline)) enum admit_status
 add(struct admit_cuckoo *f, const struct cuckoo_pos *p, enum add_op op)
 {
 	for (unsigned attempt = 0; attempt < MAX_PATH_ATTEMPTS; attempt++) {
@@ -945,6 +1003,25 @@ add(struct admit_cuckoo *f, const struct cuckoo_pos *p, enum add_op op)
 	return ADMIT_FULL;
 }
 
+/* A membership copy: under one stripe when a bucket has a free lane,
+ * else by add(). */
+static inline __attribute__((always_inline)) enum admit_status
+copy_w(struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
+{
+	if (copy_one_stripe_w(f, p, w) == ADMIT_OK)
+		return ADMIT_OK;
+	return add(f, p, ADD_COPY);
+}
+
+/* add() for any operation, copies by copy_w(). */
+static enum admit_status
+add_any(struct admit_cuckoo *f, const struct cuckoo_pos *p, enum add_op op)
+{
+	if (op != ADD_COPY || f->counting)
+		return add(f, p, op);
+	return f->slot_bits == 8 ? copy_w(f, p, 8) : copy_w(f, p, 16);
+}
+
 static enum admit_status
 add_key(struct admit_cuckoo *f, const void *key, size_t len, enum add_op op)
 {
@@ -957,12 +1034,82 @@ add_key(struct admit_cuckoo *f, const void *key, size_t len, enum add_op op)
 	if (op == ADD_INCREMENT && !f->counting)
 		return ADMIT_EINVAL;
 	cuckoo_locate(f, key, len, &p);
-	return add(f, &p, op);
+	return add_any(f, &p, op);
+}
+
+/*
+ * An 8-byte key of a membership filter of hash version 2: a lookup and an
+ * insert for each width, with or without f->alt16, m a power of two or
+ * not, each its own function so that each gets its own register
+ * allocation and admit_cuckoo_contains() and admit_cuckoo_insert() reach
+ * it in one jump.
+ */
+#define KEY8_CALLS(sfx, w, tab, pow2)                                         \
+	static __attribute__((noinline)) bool                                 \
+	contains_key##sfx(const struct admit_cuckoo *f, const void *key)      \
+	{                                                                     \
+		return contains_hashed_wt(f, admit_mul8(key, f->mul.k,        \
+		                                        f->mul.s),            \
+		                          w, tab, pow2);                      \
+	}                                                                     \
+	static __attribute__((noinline)) enum admit_status                    \
+	insert_key##sfx(struct admit_cuckoo *f, const void *key)              \
+	{                                                                     \
+		struct cuckoo_pos p;                                          \
+                                                                              \
+		locate_w(f, admit_mul8(key, f->mul.k, f->mul.s), w, tab,      \
+		         pow2, &p);                                           \
+		return copy_w(f, &p, w);                                      \
+	}
+KEY8_CALLS(8, 8, false, false)
+KEY8_CALLS(8p, 8, false, true)
+KEY8_CALLS(16, 16, false, false)
+KEY8_CALLS(16t, 16, true, false)
+KEY8_CALLS(16tp, 16, true, true)
+#undef KEY8_CALLS
+
+/* Counting filters, and filters that hash 8-byte keys by XXH3. */
+static enum admit_status
+insert_key_any(struct admit_cuckoo *f, const void *key)
+{
+	return add_key(f, key, 8, ADD_COPY);
+}
+
+static void
+set_key8_calls(struct admit_cuckoo *f)
+{
+	bool v2 = f->hash_version == CUCKOO_HASH_MUL8;
+
+	if (v2 && f->lookup_width == 8 && f->pow2) {
+		f->contains_key = contains_key8p;
+		f->insert_key = insert_key8p;
+	} else if (v2 && f->lookup_width == 8) {
+		f->contains_key = contains_key8;
+		f->insert_key = insert_key8;
+	} else if (v2 && f->lookup_width == 16 && f->alt16 && f->pow2) {
+		f->contains_key = contains_key16tp;
+		f->insert_key = insert_key16tp;
+	} else if (v2 && f->lookup_width == 16 && f->alt16) {
+		f->contains_key = contains_key16t;
+		f->insert_key = insert_key16t;
+	} else if (v2 && f->lookup_width == 16) {
+		f->contains_key = contains_key16;
+		f->insert_key = insert_key16;
+	} else {
+		f->contains_key = contains_key_any;
+		f->insert_key = insert_key_any;
+	}
 }
 
 enum admit_status
 admit_cuckoo_insert(struct admit_cuckoo *f, const void *key, size_t len)
 {
+	/* As admit_cuckoo_contains(): an 8-byte key by the filter's call. */
+	if (__builtin_expect(len == 8, 1) && __builtin_expect(key != NULL, 1)) {
+		if (__builtin_expect(f != NULL, 1))
+			return f->insert_key(f, key);
+		return ADMIT_EINVAL;
+	}
 	return add_key(f, key, len, ADD_COPY);
 }
 
@@ -991,7 +1138,7 @@ admit_cuckoo_insert_many(struct admit_cuckoo *f, size_t n,
 			__builtin_prefetch(cuckoo_bucket_addr(f, pos[j].i2), 1);
 		}
 		for (size_t j = 0; j < k; j++) {
-			out[base + j] = add(f, &pos[j], op);
+			out[base + j] = add_any(f, &pos[j], op);
 			if (out[base + j] != ADMIT_OK)
 				st = out[base + j];
 		}
@@ -1129,7 +1276,7 @@ admit_cuckoo_halve(struct admit_cuckoo *f)
 	 * move_one()). */
 	atomic_fetch_add_explicit(&f->halving, 1, memory_order_relaxed);
 	for (uint32_t i = 0; i < f->m; i++) {
-		_Atomic uint32_t *s = cuckoo_stripe(f, i);
+		_Atomic uint32_t *s = &f->seq[i & f->stripe_mask];
 		unsigned emptied = 0;
 		uint64_t b;
 

@@ -54,6 +54,8 @@ struct admit_cuckoo {
 	uint32_t m;               /* buckets, >= 2 */
 	bool pow2;                /* m is a power of two */
 	uint32_t m_mask;          /* m - 1: (x mod m) = (x & m_mask) if pow2 */
+	unsigned m_shift;         /* if pow2, 32 - log2(m): fastrange32(x, m)
+	                           * is x >> m_shift */
 	uint32_t stripe_mask;     /* stripes - 1 */
 	unsigned slot_bits;       /* 8 or 16 */
 	unsigned fp_bits;         /* 8, 16, or 12 in counting mode */
@@ -64,6 +66,8 @@ struct admit_cuckoo {
 	/* An 8-byte key's lookup for this filter's lookup_width (cuckoo.c),
 	 * so that admit_cuckoo_contains() dispatches in one jump. */
 	bool (*contains_key)(const struct admit_cuckoo *f, const void *key);
+	/* The same for admit_cuckoo_insert(). */
+	enum admit_status (*insert_key)(struct admit_cuckoo *f, const void *key);
 	uint64_t capacity;
 	uint64_t seed;
 	/* How an 8-byte key is hashed, fixed by the snapshot format's
@@ -79,6 +83,12 @@ struct admit_cuckoo {
 	 * three shifts on its critical path.  The same values as cuckoo_alt()
 	 * computes (the snapshot format fixes them). */
 	uint32_t alt8[256];
+	/* 8-bit filters: the fingerprint of each top byte of a hash (0 made
+	 * 1) in every lane, so a lookup takes its fingerprint, alternate and
+	 * lane pattern from the raw byte in two loads; alt8[0] is alt8[1]
+	 * for the same reason (no fingerprint is 0, so nothing else reads
+	 * it). */
+	uint32_t fps8[256];
 	/* The same for the 65536 fingerprints of a 16-bit membership filter
 	 * of CUCKOO_ALT16_MIN_BUCKETS or more (256 KiB, at most 1/16 of its
 	 * table; NULL otherwise): one load, mostly from L2, in place of
@@ -89,9 +99,6 @@ struct admit_cuckoo {
 	 * low bits, and the mask of the bits that identify a key. */
 	uint64_t ones, high, low, match_mask;
 
-	/* Dense, so the stripe words a reader checks stay in L1/L2;
-	 * writers of neighbouring stripes sharing a line is the lesser cost. */
-	_Atomic uint32_t *seq;
 	struct cuckoo_stripe_stats *stats;
 
 	/* Where its memory comes from, and how many bytes it holds from there
@@ -104,7 +111,21 @@ struct admit_cuckoo {
 	 * done to one it has not would be halved twice (or, the other way,
 	 * not at all). */
 	alignas(ADMIT_CACHELINE) _Atomic unsigned halving;
+
+	/* The stripes (stripe_mask + 1 of them; cuckoo_struct_bytes()).  In
+	 * the struct's own allocation, so a lookup finds its stripe at a
+	 * fixed offset from f rather than through a pointer it must load.
+	 * Dense, so the stripe words a reader checks stay in L1/L2; writers
+	 * of neighbouring stripes sharing a line is the lesser cost. */
+	alignas(ADMIT_CACHELINE) _Atomic uint32_t seq[];
 };
+
+/* The bytes of a struct admit_cuckoo with this many stripes. */
+static inline size_t
+cuckoo_struct_bytes(uint32_t stripes)
+{
+	return sizeof(struct admit_cuckoo) + (size_t)stripes * sizeof(uint32_t);
+}
 
 /* Where a key lives: its two buckets and its fingerprint. */
 struct cuckoo_pos {
@@ -285,7 +306,7 @@ cuckoo_locate(const struct admit_cuckoo *f, const void *key, size_t len,
 	cuckoo_locate_bits(f, key, len, f->fp_bits, p);
 }
 
-static inline _Atomic uint32_t *
+static inline const _Atomic uint32_t *
 cuckoo_stripe(const struct admit_cuckoo *f, uint32_t bucket)
 {
 	return &f->seq[bucket & f->stripe_mask];

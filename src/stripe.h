@@ -174,8 +174,11 @@ stripe_peek(const _Atomic uint32_t *s)
 static inline __attribute__((always_inline)) bool
 stripe_unchanged(const _Atomic uint32_t *s, uint32_t v)
 {
-	/* acquire: as in stripe_read_end(). */
-	return ((atomic_load_explicit(s, memory_order_acquire) ^ v) | (v & 1)) == 0;
+	/* acquire: as in stripe_read_end().  One compare says both "even at
+	 * the peek" and "unchanged": an odd v's stripe could equal v & ~1
+	 * again only by wrapping, the reuse every seqlock already assumes
+	 * does not happen within one read. */
+	return atomic_load_explicit(s, memory_order_acquire) == (v & ~1u);
 }
 
 /* One try, no waiting.  A hot caller writes this try inline from the two
