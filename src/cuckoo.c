@@ -645,6 +645,8 @@ admit_cuckoo_contains_many(const struct admit_cuckoo *f, size_t n,
 			contains_many_w(f, n, keys, lens, out, 16, true, true);
 		else if (f->alt16)
 			contains_many_w(f, n, keys, lens, out, 16, true, false);
+		else if (f->pow2)
+			contains_many_w(f, n, keys, lens, out, 16, false, true);
 		else
 			contains_many_w(f, n, keys, lens, out, 16, false, false);
 		break;
@@ -703,118 +705,6 @@ add_locked(struct admit_cuckoo *f, const struct cuckoo_pos *p, enum add_op op)
 	return ADMIT_FULL;
 }
 
-/*
- * add_locked() for ADD_COPY into a membership filter of width w (8 or 16,
- * a constant here): the same result, with the lane masks immediates, the
- * table's type known and the empty slot set by an or.
- */
-static inline __attribute__((always_inline)) enum admit_status
-copy_locked_w(struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
-{
-	const uint64_t ones = w == 8 ? 0x01010101ull : 0x0001000100010001ull;
-	const uint64_t high = ones << (w - 1), low = high - ones;
-
-	for (int k = 0; k < 2; k++) {
-		uint32_t i = k ? p->i2 : p->i1;
-		/* Under the stripes no other writer changes this word. */
-		uint64_t b = w == 8 ?
-		    atomic_load_explicit(&f->t32[i], memory_order_acquire) :
-		    atomic_load_explicit(&f->t64[i], memory_order_acquire);
-		uint64_t z = ~(((b & low) + low) | b) & high;
-
-		if (!z)
-			continue;
-		b |= (uint64_t)p->fp << (__builtin_ctzll(z) / w * w);
-		/* release: as bucket_store(). */
-		if (w == 8)
-			atomic_store_explicit(&f->t32[i], (uint32_t)b,
-			                      memory_order_release);
-		else
-			atomic_store_explicit(&f->t64[i], b, memory_order_release);
-		stat_add_locked(&stats_of(f, i)->items, 1);
-		return ADMIT_OK;
-	}
-	return ADMIT_FULL;
-}
-
-/*
- * A membership copy with one stripe: the first of the key's buckets seen
- * with a free lane, locked alone, gets the fingerprint if the lane is
- * still free under its stripe.  One stripe is enough: a copy changes one
- * bucket, and holding that bucket's stripe is what every other writer and
- * every validating reader of it waits on (the file's head).  The same
- * lane as copy_locked_w() picks when nothing changes meanwhile.  ADMIT_FULL
- * if neither bucket had a free lane: add() then takes both stripes.
- */
-static inline __attribute__((always_inline)) enum admit_status
-copy_one_stripe_w(struct admit_cuckoo *f, const struct cuckoo_pos *p,
-                  unsigned w)
-{
-	const uint64_t ones = w == 8 ? 0x01010101ull : 0x0001000100010001ull;
-	const uint64_t high = ones << (w - 1), low = high - ones;
-
-	__builtin_prefetch(bucket_addr_w(f, p->i2, w), 1);
-	for (int k = 0; k < 2; k++) {
-		uint32_t i = k ? p->i2 : p->i1;
-		_Atomic uint32_t *s = &f->seq[i & f->stripe_mask];
-		/* relaxed: a hint; the lane is taken only after the stripe's
-		 * acquire, from the word read again under it. */
-		uint64_t b = w == 8 ?
-		    atomic_load_explicit(&f->t32[i], memory_order_relaxed) :
-		    atomic_load_explicit(&f->t64[i], memory_order_relaxed);
-		uint64_t z = ~(((b & low) + low) | b) & high;
-
-		if (!z)
-			continue;
-		stripe_lock(s);
-		/* Under the stripe no other writer changes this word. */
-		b = w == 8 ? atomic_load_explicit(&f->t32[i], memory_order_acquire) :
-		    atomic_load_explicit(&f->t64[i], memory_order_acquire);
-		z = ~(((b & low) + low) | b) & high;
-		if (z) {
-			b |= (uint64_t)p->fp << (__builtin_ctzll(z) / w * w);
-			/* release: as bucket_store(). */
-			if (w == 8)
-				atomic_store_explicit(&f->t32[i], (uint32_t)b,
-				                      memory_order_release);
-			else
-				atomic_store_explicit(&f->t64[i], b,
-				                      memory_order_release);
-			stat_add_locked(&stats_of(f, i)->items, 1);
-		}
-		stripe_unlock(s);
-		if (z)
-			return ADMIT_OK;
-	}
-	return ADMIT_FULL;
-}
-
-static enum admit_status
-copy_or_add_locked(struct admit_cuckoo *f, const struct cuckoo_pos *p,
-                   enum add_op op)
-{
-	if (op != ADD_COPY || f->counting)
-		return add_locked(f, p, op);
-	return f->slot_bits == 8 ? copy_locked_w(f, p, 8) : copy_locked_w(f, p, 16);
-}
-
-struct bfs_node {
-	uint32_t bucket;
-	int16_t parent;   /* index in the queue, -1 for a root */
-	uint8_t slot;     /* slot of the parent whose fingerprint leads here */
-	uint8_t depth;
-	uint32_t fp;      /* that fingerprint, to detect a stale hop */
-};
-
-/* A cuckoo path: hop[j] moves the fingerprint in slot[j] of bucket[j] to
- * bucket[j + 1]; bucket[len] has a free slot. */
-struct cuckoo_path {
-	int len;
-	uint32_t bucket[BFS_MAX_DEPTH + 2];
-	uint8_t slot[BFS_MAX_DEPTH + 1];
-	uint32_t fp[BFS_MAX_DEPTH + 1];
-};
-
 /* The width-w forms of bucket_load(), slot_get(), slot_fp(), cuckoo_alt()
  * and lanes_zero() for a membership filter (w 8 or 16, a constant), the
  * general ones for w = 0. */
@@ -850,6 +740,99 @@ lanes_zero_w(const struct admit_cuckoo *f, uint64_t x, unsigned w)
 
 	return w ? ~(((x & low) + low) | x) & high : lanes_zero(f, x);
 }
+
+/* Under bucket i's stripe: fp into its first free lane (width w, a
+ * constant), counted in the stripe's items.  False if it has none. */
+static inline __attribute__((always_inline)) bool
+take_lane_w(struct admit_cuckoo *f, uint32_t i, uint32_t fp, unsigned w)
+{
+	/* Under the stripe no other writer changes this word. */
+	uint64_t b = bucket_load_w(f, i, w), z = lanes_zero_w(f, b, w);
+
+	if (!z)
+		return false;
+	b |= (uint64_t)fp << (__builtin_ctzll(z) / w * w);
+	/* release: as bucket_store(). */
+	if (w == 8)
+		atomic_store_explicit(&f->t32[i], (uint32_t)b, memory_order_release);
+	else
+		atomic_store_explicit(&f->t64[i], b, memory_order_release);
+	stat_add_locked(&stats_of(f, i)->items, 1);
+	return true;
+}
+
+/*
+ * add_locked() for ADD_COPY into a membership filter of width w (8 or 16,
+ * a constant here): the same result, with the lane masks immediates, the
+ * table's type known and the empty slot set by an or.
+ */
+static inline __attribute__((always_inline)) enum admit_status
+copy_locked_w(struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
+{
+	return take_lane_w(f, p->i1, p->fp, w) || take_lane_w(f, p->i2, p->fp, w)
+	       ? ADMIT_OK : ADMIT_FULL;
+}
+
+/*
+ * A membership copy with one stripe: the first of the key's buckets seen
+ * with a free lane, locked alone, gets the fingerprint if the lane is
+ * still free under its stripe.  One stripe is enough: a copy changes one
+ * bucket, and holding that bucket's stripe is what every other writer and
+ * every validating reader of it waits on (the file's head).  The same
+ * lane as copy_locked_w() picks when nothing changes meanwhile.  ADMIT_FULL
+ * if neither bucket had a free lane: add() then takes both stripes.
+ */
+static inline __attribute__((always_inline)) enum admit_status
+copy_one_stripe_w(struct admit_cuckoo *f, const struct cuckoo_pos *p,
+                  unsigned w)
+{
+	__builtin_prefetch(bucket_addr_w(f, p->i2, w), 1);
+	for (int k = 0; k < 2; k++) {
+		uint32_t i = k ? p->i2 : p->i1;
+		_Atomic uint32_t *s = &f->seq[i & f->stripe_mask];
+		/* relaxed: a hint; the lane is taken only after the stripe's
+		 * acquire, from the word read again under it. */
+		uint64_t b = w == 8 ?
+		    atomic_load_explicit(&f->t32[i], memory_order_relaxed) :
+		    atomic_load_explicit(&f->t64[i], memory_order_relaxed);
+		bool taken;
+
+		if (!lanes_zero_w(f, b, w))
+			continue;
+		stripe_lock(s);
+		taken = take_lane_w(f, i, p->fp, w);
+		stripe_unlock(s);
+		if (taken)
+			return ADMIT_OK;
+	}
+	return ADMIT_FULL;
+}
+
+static enum admit_status
+copy_or_add_locked(struct admit_cuckoo *f, const struct cuckoo_pos *p,
+                   enum add_op op)
+{
+	if (op != ADD_COPY || f->counting)
+		return add_locked(f, p, op);
+	return f->slot_bits == 8 ? copy_locked_w(f, p, 8) : copy_locked_w(f, p, 16);
+}
+
+struct bfs_node {
+	uint32_t bucket;
+	int16_t parent;   /* index in the queue, -1 for a root */
+	uint8_t slot;     /* slot of the parent whose fingerprint leads here */
+	uint8_t depth;
+	uint32_t fp;      /* that fingerprint, to detect a stale hop */
+};
+
+/* A cuckoo path: hop[j] moves the fingerprint in slot[j] of bucket[j] to
+ * bucket[j + 1]; bucket[len] has a free slot. */
+struct cuckoo_path {
+	int len;
+	uint32_t bucket[BFS_MAX_DEPTH + 2];
+	uint8_t slot[BFS_MAX_DEPTH + 1];
+	uint32_t fp[BFS_MAX_DEPTH + 1];
+};
 
 /*
  * Breadth-first search, without locks, for the shortest chain of moves that
@@ -1064,6 +1047,7 @@ add_key(struct admit_cuckoo *f, const void *key, size_t len, enum add_op op)
 KEY8_CALLS(8, 8, false, false)
 KEY8_CALLS(8p, 8, false, true)
 KEY8_CALLS(16, 16, false, false)
+KEY8_CALLS(16p, 16, false, true)
 KEY8_CALLS(16t, 16, true, false)
 KEY8_CALLS(16tp, 16, true, true)
 #undef KEY8_CALLS
@@ -1092,6 +1076,9 @@ set_key8_calls(struct admit_cuckoo *f)
 	} else if (v2 && f->lookup_width == 16 && f->alt16) {
 		f->contains_key = contains_key16t;
 		f->insert_key = insert_key16t;
+	} else if (v2 && f->lookup_width == 16 && f->pow2) {
+		f->contains_key = contains_key16p;
+		f->insert_key = insert_key16p;
 	} else if (v2 && f->lookup_width == 16) {
 		f->contains_key = contains_key16;
 		f->insert_key = insert_key16;

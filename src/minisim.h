@@ -123,7 +123,9 @@ size_t admit_minisim_bytes(const struct admit_minisim *m);
 #define ADMIT_MINISIM_FAMILY_HYSTERESIS 0.02
 #define ADMIT_MINISIM_PERIOD 1u
 /* Standard errors a difference must exceed to be acted on (a switch, an
- * undo), and how many periods an undone configuration sits out. */
+ * undo), and how many periods an undone configuration sits out (z 1.5
+ * and 3, bans of 4 and 16 periods swept on the training half:
+ * doc/hit-ratio.md). */
 #define ADMIT_MINISIM_Z 2.0
 #define ADMIT_MINISIM_BAN 8u
 

@@ -1,9 +1,9 @@
 #!/bin/sh
 # The Redis module against both servers it must load into: Debian's
 # redis-server (linked with the shared libjemalloc) and Valkey 8.0.1 built
-# from ../shared as upstream builds it (jemalloc linked statically;
-# valkey.sh builds it once per build tree), each running the whole of
-# modules/redis/test_redis.py (python3-redis).  First, the module must link
+# from ../shared as upstream's `make noopt` builds it (jemalloc linked
+# statically; `valkey.sh noopt` builds it once per build tree), each
+# running the whole of modules/redis/test_redis.py (python3-redis).  First, the module must link
 # neither jemalloc nor liburcu: a server with its own static jemalloc
 # cannot load a second one.  A server that is missing is skipped with a
 # message; skips (77) when neither runs, and under a sanitizer build:
@@ -46,7 +46,7 @@ if command -v redis-server >/dev/null 2>&1; then
 else
 	echo "redis-server not found (Debian: redis-server): skipped"
 fi
-valkey=$("$top_srcdir/modules/redis/valkey.sh")
+valkey=$("$top_srcdir/modules/redis/valkey.sh" noopt)
 case $? in
 0)
 	echo "== $("$valkey" --version)"

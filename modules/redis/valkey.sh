@@ -1,13 +1,25 @@
 #!/bin/sh
-# Prints the path of a valkey-server built as upstream builds it (jemalloc
-# linked statically) from ../shared/src/valkey-8.0.1.tar.gz, next to the
-# source tree, building it under $top_builddir/modules/redis/valkey the
-# first time (about 3 minutes on 2 cores) and reusing it after.  Exits 77,
-# saying why, when the source is absent (a user's clone has no ../shared);
-# 1 if the build fails.
+# valkey.sh [noopt] - prints the path of a valkey-server built as upstream
+# builds it (jemalloc linked statically) from
+# ../shared/src/valkey-8.0.1.tar.gz, next to the source tree, building it
+# under $top_builddir/modules/redis/valkey the first time (about 3 minutes
+# on 2 cores) and reusing it after.  With "noopt", the server alone as
+# upstream's `make noopt` builds it (-O0, the same jemalloc linked
+# statically, no LTO: 126 CPU seconds where the full build takes about
+# 210), under modules/redis/valkey-noopt: what make check loads the module
+# into; benchmarks take the optimised build.  Exits 77, saying why, when
+# the source is absent (a user's clone has no ../shared); 1 if the build
+# fails.
 : "${top_srcdir:=.}" "${top_builddir:=.}"
 tarball=$top_srcdir/../shared/src/valkey-8.0.1.tar.gz
 dir=$top_builddir/modules/redis/valkey
+case ${1:-} in
+noopt)
+	dir=$dir-noopt
+	set -- OPTIMIZATION=-O0 valkey-server
+	;;
+*) set -- ;;
+esac
 server=$dir/valkey-8.0.1/src/valkey-server
 if [ -x "$server" ]; then
 	echo "$server"
@@ -27,7 +39,7 @@ trap 'rmdir "$dir/lock"' EXIT
 echo "building Valkey 8.0.1 into $dir (log: $dir/build.log)" >&2
 rm -rf "$dir/valkey-8.0.1"
 if tar xzf "$tarball" -C "$dir" &&
-   make -C "$dir/valkey-8.0.1" -j"$(nproc)" BUILD_TLS=no >"$dir/build.log" 2>&1 &&
+   make -C "$dir/valkey-8.0.1" -j"$(nproc)" BUILD_TLS=no "$@" >"$dir/build.log" 2>&1 &&
    [ -x "$server" ]; then
 	echo "$server"
 	exit 0

@@ -60,6 +60,62 @@ job() { # [LABEL=name] trace sizes policies [option...]
 			"$label" "$tmp" $nj "$tmp" $nj
 	} >"$tmp/j$(printf %03d $nj).sh"
 }
+# The built-in workloads (below, "The built-in patterns"): each replay and
+# each model run is a job running one of builtin.sh's functions, which
+# print rows in out.csv's form.
+pyth=$(command -v python3 || true)
+[ -n "$pyth" ] ||
+	echo "note: no python3: the rules comparing wtinylfu with tools/wtinylfu_model.py are skipped"
+export sim tmp pyth top_srcdir
+cat >"$tmp/builtin.sh" <<'EOF'
+# builtin_sim W [--no-random-admit]: W's rows, medians of 5 seeds (with
+# the option, wtinylfu alone, named wtinylfu-exact).
+builtin_sim() {
+	if [ $# -gt 1 ]; then
+		"$sim" --csv --workload "$1" --policies wtinylfu --seeds 5 "$2" \
+			>"$tmp/$1.exact" || return 1
+		awk -F, -v OFS=, 'NR > 1 { $2 = $2 "-exact"; print }' "$tmp/$1.exact"
+	else
+		"$sim" --csv --workload "$1" --policies lru,opt,wtinylfu,adaptive \
+			--seeds 5 >"$tmp/$1.rows" || return 1
+		sed 1d "$tmp/$1.rows"
+	fi
+}
+# builtin_model W M: tools/wtinylfu_model.py on W's keys at W's sizes, as
+# policy M: "model" (random admission, medians of 5 seeds) or
+# "model-exact" (none).
+builtin_model() {
+	"$sim" --workload "$1" --write-trace "$tmp/$1-$2.lirs" || return 1
+	sizes=$("$sim" --csv --workload "$1" --policies lru |
+		awk -F, 'NR > 1 { printf "%s%s", c, $3; c = "," }')
+	opt="--random-admit --seeds 5"
+	[ "$2" = model-exact ] && opt=
+	# shellcheck disable=SC2086 # $opt is words
+	"$pyth" "$top_srcdir/tools/wtinylfu_model.py" --doorkeeper $opt \
+		"$sizes" "$tmp/$1-$2.lirs" >"$tmp/$1-$2.out" || return 1
+	awk -v OFS=, -v t="builtin-$1" -v m="$2" '{ print t, m, $1, "", "", $2 }' \
+		"$tmp/$1-$2.out"
+}
+# builtin_demo: the README's demo (10,000 entries), its trace named builtin.
+builtin_demo() {
+	"$sim" --csv --sizes 10000 --policies lru,tinylfu,wtinylfu,adaptive,opt \
+		>"$tmp/demo.rows" || return 1
+	sed '1d; s/^builtin[^,]*,/builtin,/' "$tmp/demo.rows"
+}
+EOF
+bjob() { # function argument...: a job running one of builtin.sh's functions
+	nj=$((nj + 1))
+	f=$tmp/j$(printf %03d $nj)
+	printf '. "%s/builtin.sh"; %s >"%s.csv" 2>"%s.err" || echo FAIL >>"%s.err"\n' \
+		"$tmp" "$*" "$f" "$f" "$f" >"$f.sh"
+}
+for w in scan-hot zigzag scan-repeat; do
+	bjob builtin_sim $w
+	bjob builtin_sim $w --no-random-admit
+	[ -z "$pyth" ] || bjob builtin_model $w model
+	[ -z "$pyth" ] || bjob builtin_model $w model-exact
+done
+bjob builtin_demo
 fmt_of() {
 	case $1 in
 	orm-night.* | web12.*) echo i32be ;;
@@ -107,8 +163,6 @@ cat "$tmp"/j*.csv | grep -v '^$' >"$tmp/all.csv"
 # The goals read the traces as the rules name them: adaptive at every
 # size of every trace from the jobs above.
 cp "$tmp/all.csv" "$tmp/out.csv"
-"$sim" --csv --sizes 10000 --policies lru,tinylfu,wtinylfu,adaptive,opt |
-	sed 's/^builtin[^,]*,/builtin,/' >>"$tmp/out.csv" || exit 1
 
 # Rules: trace size policy op bound.  op: eq (to the hundredth), ge, or
 # short (a known shortfall: goal, then the regression floor).  A bound may
@@ -203,31 +257,6 @@ done >>"$tmp/rules"
 # has no randomness, against wtinylfu-exact).  Both collapse on zigzag
 # (doc/hit-ratio.md, "The built-in patterns").  The model needs python3;
 # without it those rules are skipped, and the test says so.
-pyth=$(command -v python3 || true)
-[ -n "$pyth" ] ||
-	echo "note: no python3: the rules comparing wtinylfu with tools/wtinylfu_model.py are skipped"
-for w in zigzag scan-repeat scan-hot; do
-	"$sim" --csv --workload $w --policies lru,opt,wtinylfu,adaptive --seeds 5 \
-		>"$tmp/rows" 2>"$tmp/err" &&
-		"$sim" --csv --workload $w --policies wtinylfu --seeds 5 \
-			--no-random-admit >"$tmp/rows-exact" 2>>"$tmp/err" &&
-		"$sim" --workload $w --write-trace "$tmp/$w.lirs" 2>>"$tmp/err" ||
-		{ echo "FAIL cache_sim --workload $w"; cat "$tmp/err"; exit 1; }
-	awk -F, -v OFS=, 'FNR == 1 { next } FILENAME ~ /exact$/ { $2 = $2 "-exact" }
-		{ print }' "$tmp/rows" "$tmp/rows-exact" >>"$tmp/out.csv"
-	[ -n "$pyth" ] || continue
-	sizes=$(awk -F, '$2 == "lru" { printf "%s%s", c, $3; c = "," }' "$tmp/rows")
-	for m in model model-exact; do
-		opt="--random-admit --seeds 5"
-		[ $m = model-exact ] && opt=
-		# shellcheck disable=SC2086 # $opt is words
-		"$pyth" "$top_srcdir/tools/wtinylfu_model.py" --doorkeeper $opt \
-			"$sizes" "$tmp/$w.lirs" >"$tmp/model" ||
-			{ echo "FAIL tools/wtinylfu_model.py on $w"; exit 1; }
-		awk -v OFS=, -v t="builtin-$w" -v m=$m '{ print t, m, $1, "", "", $2 }' \
-			"$tmp/model" >>"$tmp/out.csv"
-	done
-done
 {
 	for z in 250:24.00 500:48.00; do
 		echo "builtin-zigzag ${z%:*} lru eq ${z#*:}"
