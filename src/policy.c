@@ -336,7 +336,6 @@ lirs_hit(struct admit_policy *p, struct admit_policy_node *n)
 	bool in_s = n->seg == ADMIT_SEG_PROTECTED || in_stack(p, n->stamp) ||
 	            p->weight[ADMIT_SEG_PROTECTED] + weight_of(p, n) <=
 	            p->protected_max;
-
 	enum admit_policy_seg k = in_s ? ADMIT_SEG_PROTECTED : ADMIT_SEG_PROBATION;
 
 	stamp(p, n);
