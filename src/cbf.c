@@ -38,11 +38,49 @@ struct admit_cbf {
 	size_t footprint; /* bytes held from alloc, this struct included */
 };
 
-/* A key's counters: its block and their positions in it. */
+/* A key's counters: its block, and the hash its positions are drawn from
+ * (positions()). */
 struct cbf_key {
 	_Atomic uint64_t *block;
-	uint8_t pos[CBF_MAX_HASHES];
+	uint64_t h;
 };
+
+/* The stream of a key's counter positions in its block: nine per 64-bit
+ * word of a counter-mode stream of mixes of the hash, fresh bits for every
+ * word, none reused from the block index.  Drawn as used, so that a call
+ * that stops at its first zero counter computes no more of them. */
+struct cbf_positions {
+	uint64_t h, bits;
+	unsigned word, left;
+};
+
+static inline struct cbf_positions
+positions(uint64_t h)
+{
+	return (struct cbf_positions){ .h = h };
+}
+
+static inline unsigned
+next_position(struct cbf_positions *s)
+{
+	unsigned p;
+
+	if (s->left == 0) {
+		s->bits = admit_mix64(s->h + ++s->word * ADMIT_GOLDEN64);
+		s->left = 64 / POS_BITS;
+	}
+	p = s->bits & (BLOCK_COUNTERS - 1);
+	s->bits >>= POS_BITS;
+	s->left--;
+	return p;
+}
+
+/* The value of counter p of a block whose word p / 16 is w. */
+static inline unsigned
+counter_in(uint64_t w, unsigned p)
+{
+	return (unsigned)(w >> (p % 16 * 4)) & 15u;
+}
 
 /* Per word of the key's block, which of its nibbles are the key's (the low
  * bit of each): made only where a word must be recomputed, since most
@@ -50,34 +88,29 @@ struct cbf_key {
 static void
 key_nibbles(const struct cbf_key *key, unsigned k, uint64_t nib[BLOCK_WORDS])
 {
+	struct cbf_positions s = positions(key->h);
+
 	for (unsigned w = 0; w < BLOCK_WORDS; w++)
 		nib[w] = 0;
-	for (unsigned i = 0; i < k; i++)
-		nib[key->pos[i] / 16] |= 1ull << (key->pos[i] % 16 * 4);
+	for (unsigned i = 0; i < k; i++) {
+		unsigned p = next_position(&s);
+
+		nib[p / 16] |= 1ull << (p % 16 * 4);
+	}
 }
 
-static void
+static inline _Atomic uint64_t *
+block_of(const struct admit_cbf *f, uint64_t h)
+{
+	return f->words +
+	    (uint64_t)(((unsigned __int128)h * f->blocks) >> 64) * BLOCK_WORDS;
+}
+
+static inline void
 locate(const struct admit_cbf *f, uint64_t h, struct cbf_key *key)
 {
-	uint64_t bits = 0;
-	unsigned left = 0, word = 0;
-
-	key->block = f->words +
-	    (uint64_t)(((unsigned __int128)h * f->blocks) >> 64) * BLOCK_WORDS;
-	for (unsigned i = 0; i < f->k; i++) {
-		unsigned p;
-
-		/* Nine positions per 64-bit word of a counter-mode stream: fresh
-		 * bits for every word, none reused from the block index. */
-		if (left == 0) {
-			bits = admit_mix64(h + ++word * ADMIT_GOLDEN64);
-			left = 64 / POS_BITS;
-		}
-		p = bits & (BLOCK_COUNTERS - 1);
-		bits >>= POS_BITS;
-		left--;
-		key->pos[i] = (uint8_t)p;
-	}
+	key->block = block_of(f, h);
+	key->h = h;
 	if (ADMIT_DEBUG) {
 		/* The block is inside the table, and each word's mask marks
 		 * only nibbles' low bits, at most k of them in all. */
@@ -95,6 +128,30 @@ locate(const struct admit_cbf *f, uint64_t h, struct cbf_key *key)
 	}
 }
 
+/* The key's minimum, each counter read from its own word (k loads of at
+ * most 8 words of one line): for calls that only read, where loading the
+ * whole block and extracting from copies would take more instructions.
+ * With stop_at_zero, 0 as soon as a counter is 0. */
+static inline unsigned
+key_min(const struct cbf_key *key, unsigned k, bool stop_at_zero)
+{
+	struct cbf_positions s = positions(key->h);
+	_Atomic uint64_t *block = key->block; /* kept in a register */
+	unsigned min = ADMIT_CBF_COUNTER_MAX;
+
+	for (unsigned i = 0; i < k; i++) {
+		unsigned p = next_position(&s);
+		/* relaxed: see the file comment. */
+		unsigned c = counter_in(atomic_load_explicit(&block[p / 16],
+		                                             memory_order_relaxed), p);
+
+		if (stop_at_zero && c == 0)
+			return 0;
+		min = c < min ? c : min;
+	}
+	return min;
+}
+
 /* The key's counters that equal v, as a nibble mask of one word. */
 static inline uint64_t
 nibbles_equal(uint64_t word, uint64_t nibbles, unsigned v)
@@ -110,67 +167,68 @@ nibbles_equal(uint64_t word, uint64_t nibbles, unsigned v)
 	return m;
 }
 
-/* The whole block (one cache line) in 8 loads, then the key's minimum
- * without a data-dependent branch: positions are random, so branches on
- * them would mispredict more often than not. */
-static unsigned
-read_min(const struct cbf_key *key, uint64_t v[BLOCK_WORDS], unsigned k)
+/* The whole block (one cache line) in 8 loads: the words an update will
+ * compare-and-swap. */
+static inline void
+load_block(const struct cbf_key *key, uint64_t v[BLOCK_WORDS])
 {
-	unsigned min = ADMIT_CBF_COUNTER_MAX;
-
+#pragma GCC unroll 8
 	for (unsigned w = 0; w < BLOCK_WORDS; w++)
 		/* relaxed: see the file comment. */
 		v[w] = atomic_load_explicit(&key->block[w], memory_order_relaxed);
+}
+
+/* The key's minimum in the loaded block, without a data-dependent branch:
+ * positions are random, so branches on them would mispredict more often
+ * than not. */
+static unsigned
+read_min(const struct cbf_key *key, const uint64_t v[BLOCK_WORDS], unsigned k)
+{
+	struct cbf_positions s = positions(key->h);
+	unsigned min = ADMIT_CBF_COUNTER_MAX;
+
 	for (unsigned i = 0; i < k; i++) {
-		unsigned p = key->pos[i];
-		unsigned c = (unsigned)(v[p / 16] >> (p % 16 * 4)) & 15u;
+		unsigned p = next_position(&s), c = counter_in(v[p / 16], p);
 
 		min = c < min ? c : min;
 	}
 	return min;
 }
 
-static unsigned
-estimate(const struct cbf_key *key, unsigned k)
-{
-	uint64_t v[BLOCK_WORDS];
-
-	return read_min(key, v, k);
-}
-
-/* Conservative update: raise, by one, the key's counters that still equal
- * the minimum seen.  A counter another thread raised meanwhile is left
- * alone; a word whose CAS fails is recomputed on its own, so no counter is
- * ever raised twice by one add. */
-static void
+/* Conservative update: raise, by one, the key's counters that equal min in
+ * the loaded block v; false if none does (nothing changed).  A counter
+ * another thread raised meanwhile is left alone; a word whose CAS fails is
+ * recomputed on its own, so no counter is ever raised twice by one add. */
+static bool
 raise_min(const struct cbf_key *key, unsigned k, uint64_t v[BLOCK_WORDS],
           unsigned min)
 {
-	uint64_t inc[BLOCK_WORDS] = { 0 }, nib[BLOCK_WORDS];
+	struct cbf_positions s = positions(key->h);
+	uint64_t inc[BLOCK_WORDS] = { 0 }, nib[BLOCK_WORDS], any = 0;
 	bool have_nib = false;
 
 	if (min == ADMIT_CBF_COUNTER_MAX)
-		return;
+		return false;
 	for (unsigned i = 0; i < k; i++) {
-		unsigned p = key->pos[i], shift = p % 16 * 4;
+		unsigned p = next_position(&s);
+		uint64_t bit = (uint64_t)(counter_in(v[p / 16], p) == min) <<
+		               (p % 16 * 4);
 
 		/* OR, not add: a position drawn twice rises once. */
-		inc[p / 16] |= (uint64_t)(((v[p / 16] >> shift) & 15u) == min) << shift;
+		inc[p / 16] |= bit;
+		any |= bit;
 	}
-	/* At least one counter is at the minimum, and every raised one is the
-	 * key's and at min < 15, so the add below cannot carry into the next
-	 * counter. */
+	if (!any)
+		return false;
+	/* Every raised counter is the key's and at min < 15, so the add below
+	 * cannot carry into the next counter. */
 	if (ADMIT_DEBUG) {
-		bool any = false;
-
 		key_nibbles(key, k, nib);
 		have_nib = true;
 		for (unsigned w = 0; w < BLOCK_WORDS; w++) {
 			debug_check((inc[w] & ~nib[w]) == 0);
 			debug_check(nibbles_equal(v[w], inc[w], min) == inc[w]);
-			any |= inc[w] != 0;
 		}
-		debug_check(any);
 	}
 	for (unsigned w = 0; w < BLOCK_WORDS; w++) {
 		/* min < 15, so adding 1 to those nibbles never carries.
@@ -185,6 +243,7 @@ raise_min(const struct cbf_key *key, unsigned k, uint64_t v[BLOCK_WORDS],
 			inc[w] = nibbles_equal(v[w], nib[w], min);
 		}
 	}
+	return true;
 }
 
 enum admit_status
@@ -252,8 +311,14 @@ static void
 add(const struct cbf_key *key, unsigned k)
 {
 	uint64_t v[BLOCK_WORDS];
+	unsigned min;
+	bool raised;
 
-	raise_min(key, k, v, read_min(key, v, k));
+	load_block(key, v);
+	min = read_min(key, v, k);
+	raised = raise_min(key, k, v, min);
+	/* Some counter of the key is at its minimum. */
+	debug_check(raised || min == ADMIT_CBF_COUNTER_MAX);
 }
 
 void
@@ -269,8 +334,7 @@ void
 cbf_prefetch_hash(const struct admit_cbf *f, uint64_t h)
 {
 	/* The block locate() picks, and nothing else of the key. */
-	__builtin_prefetch(f->words + (uint64_t)(((unsigned __int128)h *
-	                                         f->blocks) >> 64) * BLOCK_WORDS, 1);
+	__builtin_prefetch(block_of(f, h), 1);
 }
 
 bool
@@ -280,10 +344,12 @@ cbf_add_if_absent_hash(struct admit_cbf *f, uint64_t h)
 	struct cbf_key key;
 
 	locate(f, h, &key);
-	if (read_min(&key, v, f->k) > 0)
+	/* Most calls find the key: those only read, counter by counter. */
+	if (key_min(&key, f->k, true) > 0)
 		return false;
-	raise_min(&key, f->k, v, 0);
-	return true;
+	load_block(&key, v);
+	/* None at 0 any more: another thread added the key meanwhile. */
+	return raise_min(&key, f->k, v, 0);
 }
 
 unsigned
@@ -292,7 +358,7 @@ cbf_estimate_hash(const struct admit_cbf *f, uint64_t h)
 	struct cbf_key key;
 
 	locate(f, h, &key);
-	return estimate(&key, f->k);
+	return key_min(&key, f->k, false);
 }
 
 enum admit_status
@@ -313,7 +379,7 @@ admit_cbf_remove(struct admit_cbf *f, const void *key, size_t len)
 	if (!f || !admit_key_ok(key, len))
 		return ADMIT_EINVAL;
 	locate(f, admit_hash(key, len, f->seed), &k);
-	if (estimate(&k, f->k) == 0)
+	if (key_min(&k, f->k, true) == 0)
 		return ADMIT_NOTFOUND;
 	key_nibbles(&k, f->k, nib);
 	for (unsigned w = 0; w < BLOCK_WORDS; w++) {
@@ -388,13 +454,13 @@ void
 cbf_counter_indexes(const struct admit_cbf *f, const void *key, size_t len,
                     uint64_t idx[])
 {
-	struct cbf_key k;
-	uint64_t base;
+	uint64_t h = admit_hash(key, len, f->seed);
+	struct cbf_positions s = positions(h);
+	uint64_t base = (uint64_t)(block_of(f, h) - f->words) / BLOCK_WORDS *
+	                BLOCK_COUNTERS;
 
-	locate(f, admit_hash(key, len, f->seed), &k);
-	base = (uint64_t)(k.block - f->words) / BLOCK_WORDS * BLOCK_COUNTERS;
 	for (unsigned i = 0; i < f->k; i++)
-		idx[i] = base + k.pos[i];
+		idx[i] = base + next_position(&s);
 }
 
 unsigned

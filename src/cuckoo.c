@@ -1191,8 +1191,12 @@ cuckoo_increment_replacing_pos(struct admit_cuckoo *f,
                                const struct cuckoo_pos *p, bool kick,
                                bool *replaced)
 {
+	struct cuckoo_counter c;
+
 	*replaced = false;
-	if (cuckoo_saturated(f, p))
+	/* A saturated counter takes no stripe: its line stays unwritten. */
+	if (cuckoo_counter_find(f, p, &c) &&
+	    cuckoo_counter_value(&c) == COUNTER_MAX)
 		return;
 	if (kick && add(f, p, ADD_INCREMENT) != ADMIT_FULL)
 		return;
@@ -1204,6 +1208,25 @@ cuckoo_increment_replacing_pos(struct admit_cuckoo *f,
 		*replaced = true;
 	}
 	cuckoo_unlock_two(f, p->i1, p->i2);
+}
+
+bool
+cuckoo_counter_increment(struct admit_cuckoo *f, const struct cuckoo_counter *c)
+{
+	_Atomic uint32_t *s = &f->seq[c->bucket & f->stripe_mask];
+	bool same;
+
+	if (config_debug)
+		assert(f->counting && cuckoo_counter_value(c) < COUNTER_MAX);
+	/* One stripe: every writer of a bucket holds its stripe, and the
+	 * change is within one word, so readers see it whole. */
+	stripe_lock(s);
+	same = bucket_load(f, c->bucket) == c->word;
+	if (same)
+		/* Below COUNTER_MAX: no carry into the fingerprint. */
+		bucket_store(f, c->bucket, c->word + ((uint64_t)1 << c->shift));
+	stripe_unlock(s);
+	return same;
 }
 
 enum admit_status

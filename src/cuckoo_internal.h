@@ -369,29 +369,64 @@ void cuckoo_increment_replacing_pos(struct admit_cuckoo *f,
                                     bool *replaced);
 
 /*
- * Whether the key's counter is at COUNTER_MAX, where an increment changes
- * nothing: the entry add_locked() would raise (the first match in i1, else
- * in i2), read without the stripes.  Then the increment takes no stripe,
- * which keeps a frequent key's record (TinyLFU: most records, under skew)
- * free of locked instructions and its stripe's line unwritten.  Unvalidated,
- * so a concurrent kick or halve may show a stale word: then one increment
- * is skipped or made as it would have been a moment earlier, as
- * concurrent records already may be; alone, the answer is exact.  Counting
- * filters only.
+ * A counting filter's entry for a key: the slot add_locked() would raise
+ * (the first match in i1, else in i2), found by cuckoo_counter_find()
+ * without the stripes.  Unvalidated, so a concurrent kick or halve may show
+ * a stale word: cuckoo_counter_increment() changes nothing unless the word
+ * is still there, and a caller that only reads the value (TinyLFU's "is
+ * this key's count at its maximum, so that its record changes nothing")
+ * may skip or make one increment as it would have been a moment earlier,
+ * as concurrent records already may; alone, the answer is exact.
  */
-static inline bool
-cuckoo_saturated(const struct admit_cuckoo *f, const struct cuckoo_pos *p)
-{
-	for (int k = 0; k < 2; k++) {
-		uint64_t b = bucket_load(f, k ? p->i2 : p->i1);
-		uint64_t m = lanes_matching(f, b, p->fp);
+struct cuckoo_counter {
+	uint32_t bucket;
+	unsigned shift;           /* the slot's lowest bit in the word */
+	uint64_t word;            /* the bucket as read */
+};
 
-		if (m)
-			return (slot_get(f, b, first_lane(f, m)) & COUNTER_MAX) ==
-			       COUNTER_MAX;
+/* A counting filter's slots: 16 bits, the fingerprint above a 4-bit
+ * counter (f->ones, f->high, f->low, f->match_mask as constants). */
+#define CUCKOO_COUNTING_ONES 0x0001000100010001ull
+#define CUCKOO_COUNTING_HIGH 0x8000800080008000ull
+#define CUCKOO_COUNTING_MATCH 0xfff0fff0fff0fff0ull
+
+/* Whether the key of p (a counting filter's position) has an entry; if so
+ * *c says where.  Reads without the stripes (see struct cuckoo_counter). */
+static inline bool
+cuckoo_counter_find(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
+                    struct cuckoo_counter *c)
+{
+	const uint64_t low = CUCKOO_COUNTING_HIGH - CUCKOO_COUNTING_ONES;
+	uint64_t fps = ((uint64_t)p->fp << COUNTER_BITS) * CUCKOO_COUNTING_ONES;
+
+	for (int k = 0; k < 2; k++) {
+		uint32_t i = k ? p->i2 : p->i1;
+		/* acquire: as bucket_load(). */
+		uint64_t b = atomic_load_explicit(&f->t64[i], memory_order_acquire);
+		uint64_t x = (b & CUCKOO_COUNTING_MATCH) ^ fps;
+		/* lanes_zero(): one high bit per slot whose fingerprint matches. */
+		uint64_t m = ~(((x & low) + low) | x) & CUCKOO_COUNTING_HIGH;
+
+		if (m) {
+			c->bucket = i;
+			c->shift = (unsigned)__builtin_ctzll(m) & ~15u;
+			c->word = b;
+			return true;
+		}
 	}
 	return false;
 }
 
+static inline unsigned
+cuckoo_counter_value(const struct cuckoo_counter *c)
+{
+	return (unsigned)(c->word >> c->shift) & COUNTER_MAX;
+}
+
+/* Raises c's counter (below COUNTER_MAX) by one, as an increment of its key
+ * would, under its bucket's stripe alone, if the bucket still holds
+ * c->word; false, changing nothing, if it does not. */
+bool cuckoo_counter_increment(struct admit_cuckoo *f,
+                              const struct cuckoo_counter *c);
 
 #endif /* ADMIT_CUCKOO_INTERNAL_H */

@@ -77,6 +77,15 @@ take(struct admit_policy *p, struct admit_policy_node *n)
 	p->count[n->seg]--;
 }
 
+/* Moves n to the MRU end of its own segment: its weight and count stay
+ * where they are (a hit's commonest change). */
+static inline void
+touch(struct admit_policy *p, struct admit_policy_node *n)
+{
+	node_unlink(n);
+	push_mru(&p->seg[n->seg], n);
+}
+
 /* Moves n to the MRU end of segment k. */
 static void
 move(struct admit_policy *p, struct admit_policy_node *n, enum admit_policy_seg k)
@@ -217,7 +226,8 @@ in_stack(const struct admit_policy *p, uint32_t st)
 	return (uint32_t)(p->clock - st) <= (uint32_t)(p->clock - h->next->stamp);
 }
 
-static void
+/* Inline: on a hit, protected is seldom over. */
+static inline void
 demote_protected_overflow(struct admit_policy *p)
 {
 	struct admit_policy_node *n;
@@ -326,9 +336,13 @@ lirs_hit(struct admit_policy *p, struct admit_policy_node *n)
 	bool in_s = n->seg == ADMIT_SEG_PROTECTED || in_stack(p, n->stamp) ||
 	            p->weight[ADMIT_SEG_PROTECTED] + weight_of(p, n) <=
 	            p->protected_max;
+	enum admit_policy_seg k = in_s ? ADMIT_SEG_PROTECTED : ADMIT_SEG_PROBATION;
 
 	stamp(p, n);
-	move(p, n, in_s ? ADMIT_SEG_PROTECTED : ADMIT_SEG_PROBATION);
+	if (n->seg == k)
+		touch(p, n);
+	else
+		move(p, n, k);
 	demote_protected_overflow(p);
 }
 
@@ -345,7 +359,7 @@ admit_policy_hit(struct admit_policy *p, struct admit_policy_node *n)
 		move(p, n, ADMIT_SEG_PROTECTED);
 		demote_protected_overflow(p);
 	} else {
-		move(p, n, (enum admit_policy_seg)n->seg);
+		touch(p, n);
 		/* A replaced entry may have grown in protected. */
 		demote_protected_overflow(p);
 	}

@@ -5,7 +5,8 @@
  * concurrency smoke test, and bad input.  Seeds are fixed.
  *
  * Links libadmit_core for cbf_internal.h: the model needs to know which
- * counters a key owns.
+ * counters a key owns, and the calls on a key's hash (TinyLFU's) are held
+ * to the same model.
  */
 #include <check.h>
 #include <math.h>
@@ -17,6 +18,7 @@
 #include <admit/cbf.h>
 
 #include "cbf_internal.h"
+#include "hash.h"
 #include "testutil.h"
 
 #define SEED 0xcbf5eedull
@@ -233,8 +235,10 @@ distinct(const uint64_t *idx, unsigned k, uint64_t *out)
 
 START_TEST(test_matches_model)
 {
-	/* A small filter (3 blocks) with 60 keys: counters are shared a lot. */
-	struct admit_cbf *f = make(20, 0.05);
+	/* Small filters (one block, k = 4; three blocks, k = 10, whose
+	 * positions take two words of the stream) with 60 keys: counters are
+	 * shared a lot. */
+	struct admit_cbf *f = make(20, _i ? 0.001 : 0.05);
 	struct model md = { calloc(admit_cbf_counters(f), 1), admit_cbf_counters(f) };
 	unsigned k = admit_cbf_hashes(f);
 	uint64_t x = 42, ops = 0;
@@ -250,11 +254,19 @@ START_TEST(test_matches_model)
 		cbf_counter_indexes(f, KEY(key), idx);
 		nd = distinct(idx, k, d);
 		min = model_min(&md, idx, k);
-		if (op < 600) {
+		if (op < 400) {
 			ck_assert_int_eq(admit_cbf_add(f, KEY(key)), ADMIT_OK);
 			for (unsigned i = 0; i < nd && min < 15; i++)
 				if (md.c[d[i]] == min)
 					md.c[d[i]]++;
+		} else if (op < 600) {
+			/* Added (its zero counters raised) only if absent. */
+			tally(&bad, cbf_add_if_absent_hash(f, admit_hash(KEY(key),
+			                                                 SEED)) ==
+			            (min == 0), step);
+			for (unsigned i = 0; i < nd && min == 0; i++)
+				if (md.c[d[i]] == 0)
+					md.c[d[i]] = 1;
 		} else if (op < 995) {
 			enum admit_status st = admit_cbf_remove(f, KEY(key));
 
@@ -271,7 +283,9 @@ START_TEST(test_matches_model)
 			memset(md.c, 0, md.m);
 		}
 		ops++;
-		tally(&bad, admit_cbf_estimate(f, KEY(key)) == model_min(&md, idx, k),
+		min = model_min(&md, idx, k);
+		tally(&bad, admit_cbf_estimate(f, KEY(key)) == min, step);
+		tally(&bad, cbf_estimate_hash(f, admit_hash(KEY(key), SEED)) == min,
 		      step);
 		if (step % 1000 == 0)
 			for (uint64_t i = 0; i < md.m; i++)
@@ -482,7 +496,7 @@ main(void)
 
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_sizing);
-	tcase_add_test(tc, test_matches_model);
+	tcase_add_loop_test(tc, test_matches_model, 0, 2);
 	tcase_add_test(tc, test_conservative_update);
 	tcase_add_test(tc, test_saturation_and_aging);
 	suite_add_tcase(s, tc);

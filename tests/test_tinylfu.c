@@ -273,6 +273,42 @@ START_TEST(test_pinned_victim)
 }
 END_TEST
 
+/* The frequency store's entry that cuckoo_counter_find() names is the one
+ * an increment raises, and cuckoo_counter_increment() raises it only while
+ * its bucket's word is unchanged. */
+START_TEST(test_counter_in_place)
+{
+	struct admit_cuckoo_config cfg = { .capacity = 1000, .counting = true,
+	                                   .seed = 7 };
+	struct admit_cuckoo *f;
+	struct tally t = TALLY_INIT;
+
+	ck_assert_int_eq(admit_cuckoo_new(&cfg, &f), ADMIT_OK);
+	for (uint64_t i = 0; i < 300; i++) {
+		struct cuckoo_counter c, stale;
+		struct cuckoo_pos p;
+
+		cuckoo_locate(f, KEY(i), &p);
+		tally(&t, !cuckoo_counter_find(f, &p, &c), i);
+		for (uint64_t n = 0; n < i % 5 + 1; n++)
+			admit_cuckoo_increment(f, KEY(i));
+		tally(&t, cuckoo_counter_find(f, &p, &c), i);
+		tally(&t, cuckoo_counter_value(&c) == i % 5 + 1, i);
+		stale = c;
+		tally(&t, cuckoo_counter_increment(f, &c), i);
+		tally(&t, admit_cuckoo_count(f, KEY(i)) == i % 5 + 2, i);
+		/* The word has changed since stale was read. */
+		tally(&t, !cuckoo_counter_increment(f, &stale), i);
+		tally(&t, admit_cuckoo_count(f, KEY(i)) == i % 5 + 2, i);
+		tally(&t, cuckoo_counter_find(f, &p, &c) &&
+		          cuckoo_counter_value(&c) == i % 5 + 2, i);
+	}
+	ck_assert_tally(t, "in-place counter");
+	ck_assert_uint_eq(cuckoo_debug_walk(f), 300);
+	admit_cuckoo_free(f);
+}
+END_TEST
+
 /* A full counting filter: the new key takes the slot with the lowest count
  * of its two buckets, at count 1, and nothing else changes. */
 START_TEST(test_replace_lowest)
@@ -450,6 +486,7 @@ main(void)
 	tcase_add_test(tc, test_admit);
 	tcase_add_test(tc, test_pinned_victim);
 	tcase_add_test(tc, test_replace_lowest);
+	tcase_add_test(tc, test_counter_in_place);
 	tcase_add_loop_test(tc, test_memory_bound, 0, 3);
 	suite_add_tcase(s, tc);
 	tcase_add_test(thr, test_threads);

@@ -42,23 +42,24 @@ admit_readbuf_choose(void)
 size_t
 admit_readbuf_take(struct admit_readbuf_ring *r, uintptr_t *ev)
 {
+	uint64_t head = r->head; /* in a register across the atomics */
 	size_t n;
 
-	for (n = 0; n < ADMIT_READBUF_SLOTS; n++) {
-		struct admit_readbuf_slot *sl = &r->slot[r->head &
+	for (n = 0; n < ADMIT_READBUF_SLOTS; n++, head++) {
+		struct admit_readbuf_slot *sl = &r->slot[head &
 		                                         (ADMIT_READBUF_SLOTS - 1)];
 
 		/* acquire: pairs with the release in admit_readbuf_push(). */
 		if (atomic_load_explicit(&sl->seq, memory_order_acquire) !=
-		    r->head + 1)
+		    head + 1)
 			break;
 		/* relaxed: ordered by the acquire just above. */
 		ev[n] = atomic_load_explicit(&sl->ev, memory_order_relaxed);
 		/* release: pairs with the acquire in admit_readbuf_push(). */
-		atomic_store_explicit(&sl->seq, r->head + ADMIT_READBUF_SLOTS,
+		atomic_store_explicit(&sl->seq, head + ADMIT_READBUF_SLOTS,
 		                      memory_order_release);
-		r->head++;
 	}
+	r->head = head;
 	return n;
 }
 
