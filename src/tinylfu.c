@@ -245,12 +245,23 @@ count(struct admit_tinylfu *t, const struct cuckoo_pos *p)
 		atomic_store_explicit(&t->crowded, true, memory_order_relaxed);
 }
 
+struct tinylfu_place
+tinylfu_place_of(const struct admit_tinylfu *t, uint64_t h)
+{
+	struct cuckoo_pos p;
+
+	cuckoo_locate(t->freq, &h, sizeof(h), &p);
+	/* A counting store's fingerprints are 16 - COUNTER_BITS bits. */
+	debug_check(p.fp <= UINT16_MAX);
+	return (struct tinylfu_place){ .fp = (uint16_t)p.fp, .i1 = p.i1 };
+}
+
 void
 tinylfu_prefetch_hash(const struct admit_tinylfu *t, uint64_t h,
-                      struct tinylfu_where *w)
+                      struct tinylfu_place pl, struct tinylfu_where *w)
 {
 	cbf_prefetch_hash(t->door, h);
-	cuckoo_locate(t->freq, &h, sizeof(h), &w->p);
+	cuckoo_pos_at(t->freq, pl.i1, pl.fp, 16 - COUNTER_BITS, &w->p);
 	__builtin_prefetch(cuckoo_bucket_addr(t->freq, w->p.i1), 1);
 	__builtin_prefetch(cuckoo_bucket_addr(t->freq, w->p.i2), 1);
 }

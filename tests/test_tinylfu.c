@@ -113,9 +113,10 @@ START_TEST(test_record_estimate)
 }
 END_TEST
 
-/* A record located by the prefetch (admit_lru's drain) is the record
- * admit_tinylfu_record_hash() makes: two sketches of one seed, fed one
- * skewed stream each way past an aging, estimate every key alike. */
+/* A record located by the place and the prefetch (admit_lru's entries and
+ * drain) is the record admit_tinylfu_record_hash() makes: two sketches of
+ * one seed, fed one skewed stream each way past an aging, estimate every
+ * key alike. */
 START_TEST(test_record_where)
 {
 	struct admit_tinylfu *a = make(100, 0, 0), *b = make(100, 0, 0);
@@ -126,7 +127,7 @@ START_TEST(test_record_where)
 		struct tinylfu_where w;
 
 		ck_assert_int_eq(admit_tinylfu_record_hash(a, h), ADMIT_OK);
-		tinylfu_prefetch_hash(b, h, &w);
+		tinylfu_prefetch_hash(b, h, tinylfu_place_of(b, h), &w);
 		tinylfu_record_where(b, h, &w);
 	}
 	admit_tinylfu_stats(a, &sa);

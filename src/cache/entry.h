@@ -16,6 +16,7 @@
 #include <admit/lru.h>
 
 #include "policy.h"
+#include "tinylfu_internal.h"
 
 struct entry {
 	/* The policy's list links and segment, under the shard mutex.  A
@@ -31,8 +32,15 @@ struct entry {
 	bool dead;                      /* unlinked; under the shard mutex */
 	bool timed;                     /* expires: a timer follows the data
 	                                 * (expiry.h); never changes */
+	struct tinylfu_place place;     /* hash's place in the cache's
+	                                 * sketch, if it has one; never
+	                                 * changes */
 	unsigned char data[];           /* key bytes, then value bytes */
 };
+
+/* The header is within what each entry is charged for its overhead. */
+_Static_assert(sizeof(struct entry) <= ADMIT_LRU_ENTRY_OVERHEAD,
+               "an entry's header fits ADMIT_LRU_ENTRY_OVERHEAD");
 
 /* What an entry of a klen-byte key and a vlen-byte value counts against a
  * byte capacity. */

@@ -89,7 +89,8 @@ apply_events(void *ctx, const uintptr_t *ev, size_t n)
 		}
 		rec[i] = drain_records(c, e);
 		if (rec[i])
-			tinylfu_prefetch_hash(c->tlfu, e->hash, &where[i]);
+			tinylfu_prefetch_hash(c->tlfu, e->hash, e->place,
+			                      &where[i]);
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct entry *e = (struct entry *)(ev[i] & ~EV_RECORD);
@@ -280,14 +281,16 @@ shard_stats_locked(struct shard *s, struct admit_lru_stats *sum)
 }
 
 struct entry *
-shard_entry_new(uint64_t h, const void *key, size_t klen, size_t vlen,
-                bool timer)
+shard_entry_new(const struct admit_lru *c, uint64_t h, const void *key,
+                size_t klen, size_t vlen, bool timer)
 {
 	struct entry *e = admit_malloc(admit_expiry_entry_size(klen, vlen, timer));
 
 	if (!e)
 		return NULL;
 	e->hash = h;
+	e->place = c->tlfu ? tinylfu_place_of(c->tlfu, h)
+	                   : (struct tinylfu_place){ 0 };
 	e->klen = klen;
 	e->vlen = vlen;
 	e->dead = false;

@@ -212,10 +212,12 @@ shard_time_locked(struct shard *s, struct entry *e, uint64_t when)
 void shard_stats_locked(struct shard *s, struct admit_lru_stats *sum)
 	ADMIT_REQUIRES(s->mu);
 
-/* A new unpublished entry for key with room for a vlen-byte value and, if
- * timer, a timer; NULL when out of memory.  The caller checked the sizes. */
-struct entry *shard_entry_new(uint64_t h, const void *key, size_t klen,
-                              size_t vlen, bool timer);
+/* A new unpublished entry of c for key with room for a vlen-byte value
+ * and, if timer, a timer; NULL when out of memory.  The caller checked the
+ * sizes. */
+struct entry *shard_entry_new(const struct admit_lru *c, uint64_t h,
+                              const void *key, size_t klen, size_t vlen,
+                              bool timer);
 
 /* The largest charge one entry of s may have (0: no byte limit). */
 static inline uint64_t
