@@ -30,11 +30,13 @@ struct entry {
 	uint64_t hash;
 	size_t klen, vlen;
 	bool dead;                      /* unlinked; under the shard mutex */
-	bool timed;                     /* expires: a timer follows the data
-	                                 * (expiry.h); never changes */
+	/* Set before the entry is published, never changed after. */
+	bool timed : 1;                 /* expires: a timer follows the data
+	                                 * (expiry.h) */
+	bool caller_records : 1;        /* admit_adapt_caller_records() of
+	                                 * hash */
 	struct tinylfu_place place;     /* hash's place in the cache's
-	                                 * sketch, if it has one; never
-	                                 * changes */
+	                                 * sketch, if it has one */
 	unsigned char data[];           /* key bytes, then value bytes */
 };
 

@@ -60,11 +60,11 @@ over_capacity(const struct shard *s)
 /* ---- the drain ------------------------------------------------------------ */
 
 /* Whether the drain makes the TinyLFU record of a hit on e.  A dead
- * entry's hash is still readable: no slot names a freed entry. */
+ * entry is still readable: no slot names a freed entry. */
 static inline bool
 drain_records(const struct admit_lru *c, const struct entry *e)
 {
-	return e && c->tlfu && !admit_adapt_caller_records(c->adapt, e->hash);
+	return e && c->tlfu && !e->caller_records;
 }
 
 /* Applies n (at most ADMIT_READBUF_SLOTS) events in order: in two passes,
@@ -295,6 +295,7 @@ shard_entry_new(const struct admit_lru *c, uint64_t h, const void *key,
 	e->vlen = vlen;
 	e->dead = false;
 	e->timed = false;
+	e->caller_records = admit_adapt_caller_records(c->adapt, h);
 	if (klen)
 		memcpy(e->data, key, klen);
 	return e;
