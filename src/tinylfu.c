@@ -336,15 +336,13 @@ admit_tinylfu_record(struct admit_tinylfu *t, const void *key, size_t len)
 unsigned
 admit_tinylfu_estimate_hash(const struct admit_tinylfu *t, uint64_t h)
 {
-	unsigned door, freq;
+	unsigned freq;
 
 	if (!t)
 		return 0;
-	door = cbf_estimate_hash(t->door, h);
 	freq = admit_cuckoo_count(t->freq, &h, sizeof(h));
-	/* Counter ranges: a doorkeeper counter and a store counter. */
-	debug_check(door <= ADMIT_CBF_COUNTER_MAX && freq <= COUNTER_MAX);
-	return (door > 0) + freq;
+	debug_check(freq <= COUNTER_MAX);
+	return cbf_contains_hash(t->door, h) + freq;
 }
 
 unsigned
