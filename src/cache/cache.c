@@ -285,7 +285,7 @@ set_entry(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 {
 	struct shard *s;
 	struct entry *e, *old;
-	_Atomic(struct entry *) *p;
+	_Atomic uintptr_t *p;
 	size_t charge;
 	bool kept;
 
@@ -491,7 +491,7 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 {
 	struct update u;
 	struct shard *s;
-	_Atomic(struct entry *) *p;
+	_Atomic uintptr_t *p;
 	struct entry *old;
 	enum admit_lru_verdict v;
 	enum admit_status st = ADMIT_OK;

@@ -26,7 +26,9 @@ struct entry {
 		struct admit_policy_node node;
 		struct entry *limbo;
 	};
-	_Atomic(struct entry *) hnext;  /* hash chain: readers follow it */
+	_Atomic uintptr_t hnext;        /* hash chain: the next entry's
+	                                 * address (index.h); readers
+	                                 * follow it */
 	uint64_t hash;
 	size_t klen, vlen;
 	bool dead;                      /* unlinked; under the shard mutex */

@@ -221,7 +221,7 @@ shard_remove_locked(struct shard *s, struct entry *e)
 
 struct entry *
 shard_find_live_locked(struct shard *s, uint64_t h, const void *key,
-                       size_t klen, _Atomic(struct entry *) **where)
+                       size_t klen, _Atomic uintptr_t **where)
 {
 	struct entry *e = admit_index_find_locked(&s->ix, h, key, klen, where);
 
@@ -235,7 +235,7 @@ shard_find_live_locked(struct shard *s, uint64_t h, const void *key,
 
 bool
 shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
-                   _Atomic(struct entry *) *where, bool force)
+                   _Atomic uintptr_t *where, bool force)
 {
 	size_t charge = admit_entry_charge(e->klen, e->vlen);
 	bool kept;
@@ -253,7 +253,7 @@ shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
 		/* A grown value may put the shard over capacity. */
 		admit_policy_evict(&s->pol);
 	} else {
-		admit_index_insert_locked(where, e);
+		admit_index_insert_locked(&s->ix, where, e);
 		s->entries++;
 		s->bytes += charge;
 		admit_policy_insert(&s->pol, &e->node);
@@ -286,6 +286,12 @@ shard_entry_new(const struct admit_lru *c, uint64_t h, const void *key,
 {
 	struct entry *e = admit_malloc(admit_expiry_entry_size(klen, vlen, timer));
 
+	if (e && !admit_index_taggable(e)) {
+		/* An address the index cannot tag (index.h): none on
+		 * x86-64 or AArch64, whose user addresses stay below 2^48. */
+		admit_free(e);
+		return NULL;
+	}
 	if (!e)
 		return NULL;
 	e->hash = h;
