@@ -439,4 +439,9 @@ cuckoo_counter_value(const struct cuckoo_counter *c)
 bool cuckoo_counter_increment(struct admit_cuckoo *f,
                               const struct cuckoo_counter *c);
 
+/* admit_cuckoo_count(f, &h, sizeof(h)) of a counting filter f, by
+ * cuckoo_counter_find() validated against both stripes (TinyLFU's
+ * estimates). */
+unsigned cuckoo_counter_count(const struct admit_cuckoo *f, uint64_t h);
+
 #endif /* ADMIT_CUCKOO_INTERNAL_H */

@@ -340,7 +340,7 @@ admit_tinylfu_estimate_hash(const struct admit_tinylfu *t, uint64_t h)
 
 	if (!t)
 		return 0;
-	freq = admit_cuckoo_count(t->freq, &h, sizeof(h));
+	freq = cuckoo_counter_count(t->freq, h);
 	debug_check(freq <= COUNTER_MAX);
 	return cbf_contains_hash(t->door, h) + freq;
 }

@@ -145,6 +145,41 @@ START_TEST(test_record_where)
 }
 END_TEST
 
+/* cuckoo_counter_count() (the estimates' store count) is
+ * admit_cuckoo_count() of an 8-byte key, on a counting table crowded
+ * enough that fingerprints share buckets and keys were kicked to their
+ * second bucket. */
+START_TEST(test_counter_count)
+{
+	const uint64_t n = 20000;
+	struct admit_cuckoo_config cfg = {
+		.capacity = n, .fingerprint_bits = 16, .counting = true,
+		.seed = SEED,
+	};
+	struct admit_cuckoo *f = NULL;
+	struct tally t = TALLY_INIT;
+	uint64_t nonzero = 0;
+
+	ck_assert_int_eq(admit_cuckoo_new(&cfg, &f), ADMIT_OK);
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t h = prng_mix(i);
+
+		for (uint64_t c = 0; c < i % 5 + 1; c++)
+			(void)admit_cuckoo_increment(f, &h, sizeof(h));
+	}
+	for (uint64_t i = 0; i < 2 * n; i++) {
+		uint64_t h = prng_mix(i);
+		unsigned want = admit_cuckoo_count(f, &h, sizeof(h));
+
+		tally(&t, cuckoo_counter_count(f, h) == want, i);
+		nonzero += want > 0;
+	}
+	ck_assert_tally(t, "counts unlike admit_cuckoo_count");
+	ck_assert_uint_ge(nonzero, n - n / 100);
+	admit_cuckoo_free(f);
+}
+END_TEST
+
 START_TEST(test_aging)
 {
 	/* Capacity 100: W = 1000 records. */
@@ -482,6 +517,7 @@ main(void)
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_record_estimate);
 	tcase_add_test(tc, test_record_where);
+	tcase_add_test(tc, test_counter_count);
 	tcase_add_test(tc, test_aging);
 	tcase_add_test(tc, test_steady);
 	tcase_add_test(tc, test_admit);
