@@ -272,6 +272,33 @@ def corpus():
         b"mg %s v\r\nmg %s v\r\n" % (b"k" * 250, b"k" * 251),
         b"ms %s 1\r\nx\r\n" % (b"k" * 251),
     ]
+    # Flags memcached reads on every meta command and the command ignores;
+    # the order its errors are found in; C in each ms mode; t where N and
+    # T stand; q on an ma that creates; the 20-token limit.
+    meta += [
+        b"mg pf1 F5\r\nmg pf1 I\r\nmg pf1 MS\r\nmg pf1 J5 D5 C5\r\nmg pf1 P L u\r\n"
+        b"ms pf1 1 v t R5 J5 u f h l\r\n5\r\nmg pf1 v u\r\nma pf1 s f R5 u I h\r\n"
+        b"md pf1 v N5 s f u h l\r\nmg pf1 v\r\n",
+        b"mg pe1 Tx q q\r\nmg pe1 q Tx x\r\nmg pe1 Tx Rx\r\nmg pe1 Jx\r\nmg pe1 Dx\r\n"
+        b"mg pe1 Mxx\r\nmg !!! b Tx\r\nmg !!! Tx b\r\nmg pe1 \x80\r\n",
+        b"ms pe2 1 F- Tx\r\nx\r\nms pe2 1 Tx F-\r\nx\r\nms pe2 1 F-\r\nx\r\n"
+        b"ms pe2 1 Mxx\r\nx\r\nms pe2 1 MZ Tx\r\nx\r\nms pe2 1 Tx MZ\r\nx\r\n"
+        b"ms pe2 1 O123456789012345678901234567890123 MZ\r\nx\r\nmn\r\n",
+        b"ma pe3 Mxx\r\nma pe3 MZ Jx\r\nma pe3 MZ\r\nma pe3 Jx\r\nmd pe3 Cx\r\n"
+        b"md pe3 MZ\r\nmd pe3 q q\r\nmn\r\n",
+        b"ms pc1 1 ME C5\r\nx\r\nms pc1 1 ME C5\r\ny\r\nmg pc1 v\r\n"
+        b"ms pc2 1 MA C0 c\r\nx\r\nms pc2 1 MP C7 c\r\nx\r\nms pc2 1\r\nx\r\n"
+        b"ms pc2 1 MA C0\r\ny\r\nms pc2 1 MA C12345 c\r\nz\r\nmg pc2 v\r\n"
+        b"ms pc3 1 MR C1 c k\r\nx\r\nms pc3 1 MS C1\r\nx\r\nms pc3 1 MP I\r\nx\r\n",
+        b"mg pn1 t N30\r\nmg pn2 N30 t\r\nmg pn3 t N30 T40\r\nmg pn4 T40 N30 t\r\n"
+        b"mg pn4 t\r\nmg pn5 N30 T40 t\r\nmg pn5 t\r\nma pn6 t N30 J5 v\r\n"
+        b"ma pn7 N30 t q\r\nma pn7 t q\r\nma pn7 T50 t\r\nma pn7 C0 v\r\n"
+        b"ma pn7 C1 v\r\nms pn8 1\r\nx\r\nma pn8 C0\r\nma pn8 C1\r\nmn\r\n",
+        b"mg pl1 v c f k O1 q s t N5 R5 T5 u P L F1 C1 D1\r\n"
+        b"mg pl1 v c f k O1 q s t N5 R5 T5 u P L F1 C1 D1 J1\r\n"
+        b"md pl1 c k O1 q s t N5 R5 T5 u P L F1 C1 D1 J1\r\n"
+        b"ma pl1 c k O1 q s t N5 R5 T5 u P L F1 C1 D1 J1 v\r\nmn\r\n",
+    ]
     for i, req in enumerate(meta):
         add("meta %d: %r" % (i, req[:40]), req)
     # Stale-while-revalidate, each step on its own connection.
