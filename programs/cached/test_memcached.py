@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # admit-cached against memcached, byte for byte: every request of a corpus
-# (valid, malformed, noreply, pipelined, half-closed, left open) is sent to
-# both servers, each started here on a free loopback port, on a connection
+# (valid, malformed, noreply, pipelined, half-closed, left open; then 800
+# pipelines drawn at random from fixed seeds) is sent to both servers, each started here on a free loopback port, on a connection
 # of its own, and the replies must be equal.  The corpus runs in the same
 # order on both, so the CAS uniques must agree too.  The only rewriting is
 # what admit-cached(1) lists under DIFFERENCES FROM MEMCACHED: the lines of
@@ -345,6 +345,75 @@ def corpus():
     return C
 
 
+def random_corpus(seed, count):
+    """Pipelines of 1 to 7 commands drawn at random (a fixed seed, so both
+    servers get the same ones): storage, get, gat, delete, incr, touch, cas
+    and meta commands with random flags and numbers, valid or not, on three
+    keys of their own.  Negative TTLs are left out of meta flags (the one
+    difference admit-cached(1) lists for t)."""
+    R = random.Random(seed)
+    nums = [b"0", b"1", b"5", b"100", b"-1", b"x", b"", b"4294967295", b"+3",
+            b"2147483648", b"007"]
+
+    def key(c):
+        return b"r%d%s%d" % (seed, R.choice([b"a", b"b", b"c"]), c)
+
+    def flag(opts, c):
+        f = R.choice(opts)
+        if f == "M":
+            return b"M" + R.choice([b"E", b"A", b"P", b"R", b"S", b"I", b"D",
+                                    b"+", b"-", b"x", b"e", b""])
+        if f == "O":
+            return b"O" + R.choice([b"abc", b"1", b""])
+        if f in "NT":
+            return f.encode() + R.choice([b"0", b"30", b"x", b"", b"+3"])
+        if f in "RJDCF":
+            return f.encode() + R.choice(nums)
+        return f.encode()
+
+    def command(c):
+        k = key(c)
+        nr = b" noreply" if R.random() < 0.2 else b""
+        t = R.randrange(12)
+        if t == 0:
+            v = R.choice([b"x", b"hello", b"12", b"", b"99"])
+            n = len(v) if R.random() < 0.85 else max(len(v) + R.choice([-1, 1]), 0)
+            return b"%s %s %s %s %d%s\r\n%s\r\n" % (
+                R.choice([b"set", b"add", b"replace", b"append", b"prepend"]),
+                k, R.choice([b"0", b"3"]), R.choice([b"0", b"100", b"-1"]), n, nr, v)
+        if t == 1:
+            return b"%s %s\r\n" % (R.choice([b"get", b"gets"]), b" ".join(
+                key(c) for _ in range(R.randrange(1, 4))))
+        if t == 2:
+            return b"%s %s %s\r\n" % (R.choice([b"gat", b"gats"]),
+                                       R.choice([b"0", b"100", b"-1"]), k)
+        if t == 3:
+            return b"delete %s%s%s\r\n" % (k, R.choice([b"", b" 0", b" 5"]), nr)
+        if t == 4:
+            return b"%s %s %s%s\r\n" % (R.choice([b"incr", b"decr"]), k, R.choice(nums), nr)
+        if t == 5:
+            return b"touch %s %s%s\r\n" % (k, R.choice(nums), nr)
+        if t in (6, 7):
+            return b"mg %s %s\r\n" % (k, b" ".join(
+                flag("vkcfstqOTNRuEFIP", c) for _ in range(R.randrange(0, 5))))
+        if t == 8:
+            v = R.choice([b"x", b"hello", b"12", b""])
+            return b"ms %s %d %s\r\n%s\r\n" % (
+                k, len(v) if R.random() < 0.9 else len(v) + 1,
+                b" ".join(flag("cCFTIqkOMNsSv", c) for _ in range(R.randrange(0, 4))), v)
+        if t == 9:
+            return b"md %s %s\r\n" % (k, b" ".join(
+                flag("qITCkOvx", c) for _ in range(R.randrange(0, 3))))
+        if t == 10:
+            return b"ma %s %s\r\n" % (k, b" ".join(
+                flag("NJDTMqvtckOCs", c) for _ in range(R.randrange(0, 4))))
+        return b"cas %s 0 0 1 %s%s\r\nz\r\n" % (k, R.choice([b"1", b"2", b"100"]), nr)
+
+    return [("random %d/%d" % (seed, c),
+             {"send": [b"".join(command(c) for _ in range(R.randrange(1, 8))) + b"mn\r\n"]})
+            for c in range(count)]
+
+
 def expected(case, want):
     """memcached's reply as admit-cached gives it on purpose.  skip_block:
     memcached refuses a storage line with CLIENT_ERROR and then runs its
@@ -369,7 +438,7 @@ def main():
                                     "--memory", "64"])
     same = differ = 0
     try:
-        cases = corpus()
+        cases = corpus() + random_corpus(1, 400) + random_corpus(2, 400)
         for name, case in cases:
             want = expected(case, normalise(exchange(mport, case)))
             got = normalise(exchange(aport, case))
