@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # admit-cached against memcached, byte for byte: every request of a corpus
 # (valid, malformed, noreply, pipelined, half-closed, left open; then 800
-# pipelines drawn at random from fixed seeds) is sent to both servers, each started here on a free loopback port, on a connection
-# of its own, and the replies must be equal.  The corpus runs in the same
+# pipelines drawn at random from fixed seeds) is sent to both servers,
+# each started here on a free loopback port, on a connection of its own,
+# and the replies must be equal.  The corpus runs in the same
 # order on both, so the CAS uniques must agree too.  The only rewriting is
 # what admit-cached(1) lists under DIFFERENCES FROM MEMCACHED: the lines of
 # a "stats" reply ("STAT ...") are dropped; the cases that differ on
