@@ -78,8 +78,9 @@ admit_rcu_read_unlock(void)
  * LGPL inline read side (<urcu/static/urcu-bp.h>, the _LGPL_SOURCE API,
  * stable within its soname), on the handle: the same counter, the same
  * fences, so sections of either form nest in each other and grace periods
- * see both.  The handle is valid until its thread exits; keep it no longer
- * than the section.
+ * see both; the counter's accesses are liburcu's own (volatile, ordered by
+ * its barriers), as inside urcu_bp_read_lock().  The handle is valid until
+ * its thread exits; keep it no longer than the section.
  */
 static inline struct urcu_bp_reader *
 admit_rcu_read_begin(void)

@@ -83,8 +83,8 @@ admit_index_insert_locked(struct admit_index *ix, _Atomic uintptr_t *where,
 	debug_check(admit_index_taggable(e));
 	atomic_init(&e->hnext, 0);
 	if (where == b) {
-		admit_rcu_publish(b, (uintptr_t)e | (word_locked(b) & ADMIT_INDEX_SUMMARY) |
-		                     tag);
+		admit_rcu_publish(b, (uintptr_t)e | tag |
+		                     (word_locked(b) & ADMIT_INDEX_SUMMARY));
 		return;
 	}
 	/* The tag first: a reader never finds a summary without the tag of an

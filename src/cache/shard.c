@@ -286,14 +286,14 @@ shard_entry_new(const struct admit_lru *c, uint64_t h, const void *key,
 {
 	struct entry *e = admit_malloc(admit_expiry_entry_size(klen, vlen, timer));
 
-	if (e && !admit_index_taggable(e)) {
+	if (!e)
+		return NULL;
+	if (!admit_index_taggable(e)) {
 		/* An address the index cannot tag (index.h): none on
 		 * x86-64 or AArch64, whose user addresses stay below 2^48. */
 		admit_free(e);
 		return NULL;
 	}
-	if (!e)
-		return NULL;
 	e->hash = h;
 	e->place = c->tlfu ? tinylfu_place_of(c->tlfu, h)
 	                   : (struct tinylfu_place){ 0 };
