@@ -2,10 +2,10 @@
  * meta.c - meta command lines (mg, ms, md, ma), read as memcached 1.6.18
  * reads them: "<cmd> <key> [<datalen>] <flag>*", each flag one character
  * and, for some, a token glued to it ("T30", "Oabc").  The key is at most
- * 250 bytes as sent; with the b flag it is base64 and decoded.  Errors
- * carry memcached's words: mg and ms say "invalid flag", "duplicate flag"
- * or "bad token in command line format"; md and ma say "invalid or
- * duplicate flag" for all three.
+ * 250 bytes as sent; with the b flag it is base64 and decoded.  Every
+ * command reads the same flags (a command ignores those that mean nothing
+ * to it), and errors carry memcached's words: mg and ms give each error
+ * its own, md and ma say "invalid or duplicate flag" for every flag error.
  */
 #include <string.h>
 
@@ -86,16 +86,14 @@ tok_i32(const char *p, size_t n, int64_t *out)
 	return cached_tok_i32(&t, out);
 }
 
-/* Which flags each command takes; the rest are invalid. */
-static const char *
-valid_flags(char cmd)
+/* The flags memcached 1.6.18 reads on every meta command; a command
+ * ignores those that mean nothing to it.  mg's h and l are left out
+ * (admit-cached(1) says why). */
+static bool
+known_flag(char cmd, unsigned char f)
 {
-	switch (cmd) {
-	case 'g': return "bcfkOqstuvNRT";
-	case 's': return "bcCFIkOqsTMN";
-	case 'd': return "bCIkOqTct";
-	default:  return "bCNJDTMOqtcvk";
-	}
+	return strchr("bNTRlOPLkstcfvhuqFCMJDI", f) && f &&
+	       !(cmd == 'g' && (f == 'h' || f == 'l'));
 }
 
 enum cached_parse
@@ -104,8 +102,9 @@ cached_meta_parse(const char *line, size_t len, struct cached_meta *m,
 {
 	struct cached_tok t[CACHED_META_FLAGS + 3];
 	size_t n = cached_tokenize(line, line + len, t, CACHED_META_FLAGS + 3), first;
-	bool mgms;
-	char seen[128] = { 0 };
+	bool mgms, long_opaque = false;
+	char seen[128] = { 0 }, mode = 0;
+	const char *pending = NULL;
 
 	memset(m, 0, sizeof(*m));
 	m->cmd = line[1];
@@ -120,90 +119,137 @@ cached_meta_parse(const char *line, size_t len, struct cached_meta *m,
 	}
 	memcpy(m->rkey, t[1].p, t[1].n);
 	m->rklen = t[1].n;
-	first = 2;
+	first = m->cmd == 's' ? 3 : 2;
+	if (n < first) {
+		*error = "bad command line format";
+		return CACHED_PARSE_CLIENT_ERROR;
+	}
 	if (m->cmd == 's') {
 		int64_t bytes;
 
-		if (n < 3 || !tok_i32(t[2].p, t[2].n, &bytes) || bytes < 0 ||
-		    bytes > INT32_MAX - 2) {
-			*error = "bad command line format";
-			return CACHED_PARSE_CLIENT_ERROR;
+		/* A data block follows a valid length whatever else is wrong
+		 * with the line (it is skipped after an error). */
+		if (tok_i32(t[2].p, t[2].n, &bytes) && bytes >= 0 &&
+		    bytes <= INT32_MAX - 2) {
+			m->bytes = (uint64_t)bytes;
+			m->has_data = true;
 		}
-		m->bytes = (uint64_t)bytes;
-		m->has_data = true;
-		first = 3;
 	}
-	m->t_at = m->T_at = CACHED_META_FLAGS;
+	/* memcached's limit: 20 tokens, the line's end counted as one. */
+	if (n + 1 > 20) {
+		*error = m->cmd == 'g' ? "options flags are too long"
+		                       : "options flags too long";
+		return CACHED_PARSE_CLIENT_ERROR;
+	}
+	if (m->cmd == 's' && !m->has_data) {
+		*error = "bad command line format";
+		return CACHED_PARSE_CLIENT_ERROR;
+	}
+	m->t_at = m->T_at = m->N_at = CACHED_META_FLAGS;
+	/*
+	 * As memcached reads them: left to right, an unknown or repeated
+	 * flag ends the line at once; a bad value is remembered, the last
+	 * one's words winning (F's has none: "bad command line format"),
+	 * and reported after the last flag; the mode letter is checked only
+	 * then.  md and ma answer every one of these in the same words.
+	 */
 	for (size_t i = first; i < n; i++) {
 		unsigned char f = (unsigned char)t[i].p[0];
 		const char *v = t[i].p + 1;
 		size_t vn = t[i].n - 1;
-		bool ok = true;
+		const char *bad = NULL;
 		uint64_t u;
 
-		if (f >= 128 || !strchr(valid_flags(m->cmd), f)) {
-			*error = mgms ? "invalid flag" : "invalid or duplicate flag";
-			return CACHED_PARSE_CLIENT_ERROR;
-		}
-		if (seen[f]++) {
+		if (f >= 127 || seen[f]++) {
 			*error = mgms ? "duplicate flag" : "invalid or duplicate flag";
 			return CACHED_PARSE_CLIENT_ERROR;
 		}
-		if (m->nflags == CACHED_META_FLAGS) {
-			*error = "bad command line format";
+		if (!known_flag(m->cmd, f)) {
+			*error = mgms ? "invalid flag" : "invalid or duplicate flag";
 			return CACHED_PARSE_CLIENT_ERROR;
 		}
 		switch (f) {
-		case 'b': m->b = true; break;
+		case 'b':
+			m->b = true;
+			if (!base64_decode(m->rkey, m->rklen, m->key, &m->klen))
+				bad = "error decoding key";
+			break;
 		case 'q': m->q = true; break;
 		case 'v': m->v = true; break;
 		case 'I': m->I = true; break;
 		case 't': m->t_at = m->nflags; break;
-		case 'T': m->has_T = ok = tok_i32(v, vn, &m->T); m->T_at = m->nflags; break;
-		case 'N': m->has_N = ok = tok_i32(v, vn, &m->N); break;
-		case 'R': m->has_R = ok = tok_i32(v, vn, &m->R); break;
-		case 'C': m->has_C = ok = cached_strtoull(v, vn, &m->C); break;
-		case 'J': ok = cached_strtoull(v, vn, &m->J); break;
-		case 'D': ok = cached_strtoull(v, vn, &m->D); break;
+		case 'T':
+			m->T_at = m->nflags;
+			if (!(m->has_T = tok_i32(v, vn, &m->T)))
+				bad = "bad token in command line format";
+			break;
+		case 'N':
+			m->N_at = m->nflags;
+			if (!(m->has_N = tok_i32(v, vn, &m->N)))
+				bad = "bad token in command line format";
+			break;
+		case 'R':
+			if (!(m->has_R = tok_i32(v, vn, &m->R)))
+				bad = "bad token in command line format";
+			break;
+		case 'C':
+			if (!(m->has_C = cached_strtoull(v, vn, &m->C)))
+				bad = "bad token in command line format";
+			break;
+		case 'J':
+			if (!cached_strtoull(v, vn, &m->J))
+				bad = "invalid numeric initial value";
+			break;
+		case 'D':
+			if (!cached_strtoull(v, vn, &m->D))
+				bad = "invalid numeric delta value";
+			break;
 		case 'F':
-			m->has_F = ok = cached_strtoull(v, vn, &u) &&
-			                ((int64_t)u >= 0 || !memchr(v, '-', vn));
+			m->has_F = cached_strtoull(v, vn, &u) &&
+			           ((int64_t)u >= 0 || !memchr(v, '-', vn));
 			m->F = (uint32_t)u;
+			if (!m->has_F && !pending)
+				pending = "bad command line format";
 			break;
 		case 'O':
-			if (vn > CACHED_OPAQUE_MAX) {
-				*error = "opaque token too long";
-				return CACHED_PARSE_CLIENT_ERROR;
-			}
-			memcpy(m->opaque, v, vn);
+			if (vn > CACHED_OPAQUE_MAX)
+				long_opaque = true;
+			else
+				memcpy(m->opaque, v, vn);
 			m->olen = vn;
 			m->has_O = true;
 			break;
 		case 'M':
-			if (vn != 1 || !strchr(m->cmd == 's' ? "SEAPR" : "I+D-", v[0])) {
-				*error = m->cmd == 's' ? "invalid mode for ms M token"
-				                       : "invalid mode for ma M token";
-				return CACHED_PARSE_CLIENT_ERROR;
-			}
-			m->mode = m->cmd == 's' ? v[0]
-			          : (v[0] == 'I' || v[0] == '+') ? '+' : '-';
+			if (vn != 1)
+				bad = "incorrect length for M token";
+			else
+				mode = v[0];
 			break;
 		default:
 			break;
 		}
-		if (!ok) {
-			*error = mgms ? "bad token in command line format"
-			              : "invalid or duplicate flag";
-			return CACHED_PARSE_CLIENT_ERROR;
-		}
+		if (bad)
+			pending = bad;
 		m->order[m->nflags++] = (char)f;
 	}
-	if (m->b) {
-		if (!base64_decode(m->rkey, m->rklen, m->key, &m->klen)) {
-			*error = "error decoding key";
+	if (pending) {
+		*error = mgms ? pending : "invalid or duplicate flag";
+		return CACHED_PARSE_CLIENT_ERROR;
+	}
+	if (mode && (m->cmd == 's' || m->cmd == 'a')) {
+		if (!strchr(m->cmd == 's' ? "SEAPR" : "I+D-", mode)) {
+			*error = m->cmd == 's' ? "invalid mode for ms M token"
+			                       : "invalid mode for ma M token";
 			return CACHED_PARSE_CLIENT_ERROR;
 		}
-	} else {
+		m->mode = m->cmd == 's' ? mode
+		          : (mode == 'I' || mode == '+') ? '+' : '-';
+	}
+	if (long_opaque) {
+		*error = "opaque token too long";
+		return CACHED_PARSE_CLIENT_ERROR;
+	}
+	if (!m->b) {
 		memcpy(m->key, m->rkey, m->rklen);
 		m->klen = m->rklen;
 	}

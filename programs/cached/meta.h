@@ -25,7 +25,8 @@ struct cached_meta {
 	size_t rklen;
 	char order[CACHED_META_FLAGS]; /* the flags, in the order sent */
 	unsigned nflags;
-	unsigned t_at, T_at;      /* positions of t and T (nflags if absent) */
+	unsigned t_at, T_at, N_at;/* positions of t, T and N in order[]
+	                          * (CACHED_META_FLAGS if absent) */
 	bool b, q, v, I;          /* base64 key, quiet, value, invalidate */
 	bool has_C, has_T, has_N, has_R, has_F, has_O;
 	uint64_t C, J, D;         /* compare CAS; ma's initial value, delta */

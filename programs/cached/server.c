@@ -730,7 +730,9 @@ meta_flags(char *p, const struct cached_meta *m,
 	for (unsigned i = 0; i < m->nflags; i++) {
 		char f = m->order[i];
 
-		if (!hit && f != 'k' && f != 'O')
+		/* ms answers c on every outcome (0 when nothing was
+		 * stored), as memcached does. */
+		if (!hit && f != 'k' && f != 'O' && !(f == 'c' && m->cmd == 's'))
 			continue;
 		switch (f) {
 		case 'c':
@@ -750,7 +752,7 @@ meta_flags(char *p, const struct cached_meta *m,
 			break;
 		case 't':
 			if (m->cmd == 'g' || m->cmd == 'a') {
-				int64_t t = m->T_at < i ? r->ttl_after : r->ttl_before;
+				int64_t t = r->ttl_t;
 
 				if (t < 0) {
 					memcpy(p, " t-1", 4);
@@ -799,7 +801,9 @@ meta_write_hit(const struct cached_meta_result *r, void *arg)
 	const struct cached_meta *m = o->m;
 	char *p;
 
-	if (m->q && m->cmd == 'a')
+	/* q hides an ma's HD when it changed an item, not when it created
+	 * one (memcached's rule). */
+	if (m->q && m->cmd == 'a' && r->found)
 		return;
 	if (!out_reserve(c, META_LINE + (m->v ? r->len + 2 : 0), false)) {
 		o->refused = true;

@@ -677,6 +677,24 @@ next_cas(struct cached_store *st)
 	return atomic_fetch_add(&st->cas_seq, 1) + 1;
 }
 
+/*
+ * An item's expiry as memcached's walk over a meta command's flags leaves
+ * it just before flag position `at` (CACHED_META_FLAGS: after them all):
+ * from `start`, T and, on an item the command created, N each set it
+ * where they stand.
+ */
+static uint64_t
+meta_expiry(const struct cached_meta *m, struct admit_lru *lru, uint64_t start,
+            bool created, unsigned at)
+{
+	bool n = created && m->has_N && m->N_at < at;
+	bool t = m->has_T && m->T_at < at;
+
+	if (n && (!t || m->N_at > m->T_at))
+		return expires_at(lru, m->N);
+	return t ? expires_at(lru, m->T) : start;
+}
+
 static enum admit_lru_verdict
 meta_decide(struct admit_lru_update *up, void *arg)
 {
@@ -709,16 +727,18 @@ meta_decide(struct admit_lru_update *up, void *arg)
 			flags = 0;
 			old = "";
 			oldlen = 0;
-			up->expires = expires_at(u->lru, m->N);
+			up->expires = 0;
 			created = true;
 			verdict = ADMIT_LRU_STORE;
 		}
 		r->ttl_before = ttl_left(u->lru, up->expires);
-		if (m->has_T) {
-			up->expires = expires_at(u->lru, m->T);
+		r->ttl_t = ttl_left(u->lru, meta_expiry(m, u->lru, up->expires,
+		                                        created, m->t_at));
+		if (m->has_T || created) {
+			up->expires = meta_expiry(m, u->lru, up->expires, created,
+			                          CACHED_META_FLAGS);
 			verdict = ADMIT_LRU_STORE;
 		}
-		r->ttl_after = ttl_left(u->lru, up->expires);
 		r->won_before = !created && (rawcas & CACHED_CAS_WON);
 		r->stale = rawcas & CACHED_CAS_STALE;
 		if (created) {
@@ -746,11 +766,16 @@ meta_decide(struct admit_lru_update *up, void *arg)
 		uint64_t newcas = 0, bits = 0;
 		size_t n = (size_t)m->bytes;
 
-		if (m->has_C && !found) {
+		bool cas_mode = m->has_C && (m->mode == 'S' || m->mode == 'R');
+		bool appends = m->mode == 'A' || m->mode == 'P';
+
+		/* As memcached: C makes set and replace a cas; add ignores
+		 * it; append and prepend check a non-zero one. */
+		if (cas_mode && !found) {
 			r->status = CACHED_META_NOT_FOUND;
 			return ADMIT_LRU_KEEP;
 		}
-		if (m->has_C && m->C != cas) {
+		if (cas_mode && m->C != cas) {
 			/* An invalidation by an older writer: stored, stale. */
 			if (!(m->I && m->C < cas)) {
 				r->status = CACHED_META_EXISTS;
@@ -759,11 +784,15 @@ meta_decide(struct admit_lru_update *up, void *arg)
 			bits = CACHED_CAS_STALE;
 		}
 		if ((m->mode == 'E' && found) ||
-		    ((m->mode == 'A' || m->mode == 'P' || m->mode == 'R') && !found)) {
+		    ((appends || m->mode == 'R') && !found)) {
 			r->status = CACHED_META_NOT_STORED;
 			return ADMIT_LRU_KEEP;
 		}
-		if (n > u->st->max_item || ((m->mode == 'A' || m->mode == 'P') &&
+		if (appends && m->has_C && m->C && m->C != cas) {
+			r->status = CACHED_META_EXISTS;
+			return ADMIT_LRU_KEEP;
+		}
+		if (n > u->st->max_item || (appends &&
 		                            oldlen > u->st->max_item - n)) {
 			r->status = CACHED_META_TOO_LARGE;
 			return ADMIT_LRU_KEEP;
@@ -771,7 +800,7 @@ meta_decide(struct admit_lru_update *up, void *arg)
 		newcas = next_cas(u->st);
 		r->cas = newcas;
 		r->status = CACHED_META_STORED;
-		if (m->mode == 'A' || m->mode == 'P') {
+		if (appends) {
 			if (!(m->mode == 'A'
 			      ? meta_put(u, up, newcas | bits, flags, old, oldlen, u->data, n)
 			      : meta_put(u, up, newcas | bits, flags, u->data, n, old, oldlen)))
@@ -810,14 +839,20 @@ meta_decide(struct admit_lru_update *up, void *arg)
 				return ADMIT_LRU_KEEP;
 			}
 			v = m->J;
-			up->expires = expires_at(u->lru, m->N);
+			up->expires = 0;
 			oldlen = 0;
 		} else {
-			if (m->has_C && m->C != cas) {
+			/* memcached's order: an empty value, a non-zero C
+			 * that differs, then a value that is no number. */
+			if (!oldlen) {
+				r->status = CACHED_META_NON_NUMERIC;
+				return ADMIT_LRU_KEEP;
+			}
+			if (m->has_C && m->C && m->C != cas) {
 				r->status = CACHED_META_EXISTS;
 				return ADMIT_LRU_KEEP;
 			}
-			if (!oldlen || !cached_strtoull(old, oldlen, &v)) {
+			if (!cached_strtoull(old, oldlen, &v)) {
 				r->status = CACHED_META_NON_NUMERIC;
 				return ADMIT_LRU_KEEP;
 			}
@@ -825,8 +860,6 @@ meta_decide(struct admit_lru_update *up, void *arg)
 				v += m->D;
 			else
 				v = m->D > v ? 0 : v - m->D;
-			if (m->has_T)
-				up->expires = expires_at(u->lru, m->T);
 		}
 		len = snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
 		r->status = CACHED_META_HIT;
@@ -834,7 +867,10 @@ meta_decide(struct admit_lru_update *up, void *arg)
 		r->flags = flags;
 		r->data = num;
 		r->len = (size_t)len;
-		r->ttl_before = r->ttl_after = ttl_left(u->lru, up->expires);
+		r->ttl_t = ttl_left(u->lru, meta_expiry(m, u->lru, up->expires,
+		                                        !found, m->t_at));
+		up->expires = meta_expiry(m, u->lru, up->expires, !found,
+		                          CACHED_META_FLAGS);
 		u->fn(r, u->arg);
 		/* Padded to the old length, as incr does. */
 		if (!meta_put(u, up, r->cas, flags, num, (size_t)len, NULL,

@@ -147,8 +147,10 @@ struct cached_meta_result {
 	uint32_t flags;
 	const char *data;              /* HIT: valid inside the writer only */
 	size_t len;
-	int64_t ttl_before, ttl_after; /* seconds left before and after a T
-	                                * flag; -1 = never */
+	int64_t ttl_before;            /* seconds left before the command
+	                                * (-1 = never) */
+	int64_t ttl_t;                 /* ... where its t flag stands: what t
+	                                * shows */
 	bool won_before, stale, win;   /* mg: Z, X and W */
 };
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # admit-cached against memcached, byte for byte: every request of a corpus
-# (valid, malformed, noreply, pipelined, half-closed, left open) is sent to
-# both servers, each started here on a free loopback port, on a connection
-# of its own, and the replies must be equal.  The corpus runs in the same
+# (valid, malformed, noreply, pipelined, half-closed, left open; then 800
+# pipelines drawn at random from fixed seeds) is sent to both servers,
+# each started here on a free loopback port, on a connection of its own,
+# and the replies must be equal.  The corpus runs in the same
 # order on both, so the CAS uniques must agree too.  The only rewriting is
 # what admit-cached(1) lists under DIFFERENCES FROM MEMCACHED: the lines of
 # a "stats" reply ("STAT ...") are dropped; the cases that differ on
@@ -272,6 +273,33 @@ def corpus():
         b"mg %s v\r\nmg %s v\r\n" % (b"k" * 250, b"k" * 251),
         b"ms %s 1\r\nx\r\n" % (b"k" * 251),
     ]
+    # Flags memcached reads on every meta command and the command ignores;
+    # the order its errors are found in; C in each ms mode; t where N and
+    # T stand; q on an ma that creates; the 20-token limit.
+    meta += [
+        b"mg pf1 F5\r\nmg pf1 I\r\nmg pf1 MS\r\nmg pf1 J5 D5 C5\r\nmg pf1 P L u\r\n"
+        b"ms pf1 1 v t R5 J5 u f h l\r\n5\r\nmg pf1 v u\r\nma pf1 s f R5 u I h\r\n"
+        b"md pf1 v N5 s f u h l\r\nmg pf1 v\r\n",
+        b"mg pe1 Tx q q\r\nmg pe1 q Tx x\r\nmg pe1 Tx Rx\r\nmg pe1 Jx\r\nmg pe1 Dx\r\n"
+        b"mg pe1 Mxx\r\nmg !!! b Tx\r\nmg !!! Tx b\r\nmg pe1 \x80\r\n",
+        b"ms pe2 1 F- Tx\r\nx\r\nms pe2 1 Tx F-\r\nx\r\nms pe2 1 F-\r\nx\r\n"
+        b"ms pe2 1 Mxx\r\nx\r\nms pe2 1 MZ Tx\r\nx\r\nms pe2 1 Tx MZ\r\nx\r\n"
+        b"ms pe2 1 O123456789012345678901234567890123 MZ\r\nx\r\nmn\r\n",
+        b"ma pe3 Mxx\r\nma pe3 MZ Jx\r\nma pe3 MZ\r\nma pe3 Jx\r\nmd pe3 Cx\r\n"
+        b"md pe3 MZ\r\nmd pe3 q q\r\nmn\r\n",
+        b"ms pc1 1 ME C5\r\nx\r\nms pc1 1 ME C5\r\ny\r\nmg pc1 v\r\n"
+        b"ms pc2 1 MA C0 c\r\nx\r\nms pc2 1 MP C7 c\r\nx\r\nms pc2 1\r\nx\r\n"
+        b"ms pc2 1 MA C0\r\ny\r\nms pc2 1 MA C12345 c\r\nz\r\nmg pc2 v\r\n"
+        b"ms pc3 1 MR C1 c k\r\nx\r\nms pc3 1 MS C1\r\nx\r\nms pc3 1 MP I\r\nx\r\n",
+        b"mg pn1 t N30\r\nmg pn2 N30 t\r\nmg pn3 t N30 T40\r\nmg pn4 T40 N30 t\r\n"
+        b"mg pn4 t\r\nmg pn5 N30 T40 t\r\nmg pn5 t\r\nma pn6 t N30 J5 v\r\n"
+        b"ma pn7 N30 t q\r\nma pn7 t q\r\nma pn7 T50 t\r\nma pn7 C0 v\r\n"
+        b"ma pn7 C1 v\r\nms pn8 1\r\nx\r\nma pn8 C0\r\nma pn8 C1\r\nmn\r\n",
+        b"mg pl1 v c f k O1 q s t N5 R5 T5 u P L F1 C1 D1\r\n"
+        b"mg pl1 v c f k O1 q s t N5 R5 T5 u P L F1 C1 D1 J1\r\n"
+        b"md pl1 c k O1 q s t N5 R5 T5 u P L F1 C1 D1 J1\r\n"
+        b"ma pl1 c k O1 q s t N5 R5 T5 u P L F1 C1 D1 J1 v\r\nmn\r\n",
+    ]
     for i, req in enumerate(meta):
         add("meta %d: %r" % (i, req[:40]), req)
     # Stale-while-revalidate, each step on its own connection.
@@ -318,6 +346,75 @@ def corpus():
     return C
 
 
+def random_corpus(seed, count):
+    """Pipelines of 1 to 7 commands drawn at random (a fixed seed, so both
+    servers get the same ones): storage, get, gat, delete, incr, touch, cas
+    and meta commands with random flags and numbers, valid or not, on three
+    keys of their own.  Negative TTLs are left out of meta flags (the one
+    difference admit-cached(1) lists for t)."""
+    R = random.Random(seed)
+    nums = [b"0", b"1", b"5", b"100", b"-1", b"x", b"", b"4294967295", b"+3",
+            b"2147483648", b"007"]
+
+    def key(c):
+        return b"r%d%s%d" % (seed, R.choice([b"a", b"b", b"c"]), c)
+
+    def flag(opts, c):
+        f = R.choice(opts)
+        if f == "M":
+            return b"M" + R.choice([b"E", b"A", b"P", b"R", b"S", b"I", b"D",
+                                    b"+", b"-", b"x", b"e", b""])
+        if f == "O":
+            return b"O" + R.choice([b"abc", b"1", b""])
+        if f in "NT":
+            return f.encode() + R.choice([b"0", b"30", b"x", b"", b"+3"])
+        if f in "RJDCF":
+            return f.encode() + R.choice(nums)
+        return f.encode()
+
+    def command(c):
+        k = key(c)
+        nr = b" noreply" if R.random() < 0.2 else b""
+        t = R.randrange(12)
+        if t == 0:
+            v = R.choice([b"x", b"hello", b"12", b"", b"99"])
+            n = len(v) if R.random() < 0.85 else max(len(v) + R.choice([-1, 1]), 0)
+            return b"%s %s %s %s %d%s\r\n%s\r\n" % (
+                R.choice([b"set", b"add", b"replace", b"append", b"prepend"]),
+                k, R.choice([b"0", b"3"]), R.choice([b"0", b"100", b"-1"]), n, nr, v)
+        if t == 1:
+            return b"%s %s\r\n" % (R.choice([b"get", b"gets"]), b" ".join(
+                key(c) for _ in range(R.randrange(1, 4))))
+        if t == 2:
+            return b"%s %s %s\r\n" % (R.choice([b"gat", b"gats"]),
+                                       R.choice([b"0", b"100", b"-1"]), k)
+        if t == 3:
+            return b"delete %s%s%s\r\n" % (k, R.choice([b"", b" 0", b" 5"]), nr)
+        if t == 4:
+            return b"%s %s %s%s\r\n" % (R.choice([b"incr", b"decr"]), k, R.choice(nums), nr)
+        if t == 5:
+            return b"touch %s %s%s\r\n" % (k, R.choice(nums), nr)
+        if t in (6, 7):
+            return b"mg %s %s\r\n" % (k, b" ".join(
+                flag("vkcfstqOTNRuEFIP", c) for _ in range(R.randrange(0, 5))))
+        if t == 8:
+            v = R.choice([b"x", b"hello", b"12", b""])
+            return b"ms %s %d %s\r\n%s\r\n" % (
+                k, len(v) if R.random() < 0.9 else len(v) + 1,
+                b" ".join(flag("cCFTIqkOMNsSv", c) for _ in range(R.randrange(0, 4))), v)
+        if t == 9:
+            return b"md %s %s\r\n" % (k, b" ".join(
+                flag("qITCkOvx", c) for _ in range(R.randrange(0, 3))))
+        if t == 10:
+            return b"ma %s %s\r\n" % (k, b" ".join(
+                flag("NJDTMqvtckOCs", c) for _ in range(R.randrange(0, 4))))
+        return b"cas %s 0 0 1 %s%s\r\nz\r\n" % (k, R.choice([b"1", b"2", b"100"]), nr)
+
+    return [("random %d/%d" % (seed, c),
+             {"send": [b"".join(command(c) for _ in range(R.randrange(1, 8))) + b"mn\r\n"]})
+            for c in range(count)]
+
+
 def expected(case, want):
     """memcached's reply as admit-cached gives it on purpose.  skip_block:
     memcached refuses a storage line with CLIENT_ERROR and then runs its
@@ -342,7 +439,7 @@ def main():
                                     "--memory", "64"])
     same = differ = 0
     try:
-        cases = corpus()
+        cases = corpus() + random_corpus(1, 400) + random_corpus(2, 400)
         for name, case in cases:
             want = expected(case, normalise(exchange(mport, case)))
             got = normalise(exchange(aport, case))
