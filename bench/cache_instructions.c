@@ -15,8 +15,10 @@
  * count divided by 200,000 is instructions per operation, the loop's own
  * included.  loop_peek makes the gets of loop_get100 with admit_lru_peek(),
  * which leaves no trace: the read path without the buffered event and the
- * adaptation's sample.  It prints the hit ratios, which a change to the cost of an
- * operation must leave as they are.
+ * adaptation's sample.  loop_miss then makes 200,000 gets of keys
+ * never set (a miss not followed by a set): the read path that finds
+ * nothing, its event and its sample.  It prints the hit ratios, which a
+ * change to the cost of an operation must leave as they are.
  */
 #include "config.h"
 
@@ -34,7 +36,7 @@
 #define OPS 200000u
 #define SET_EVERY 20
 
-static uint64_t warm[WARM], ops[2][OPS];
+static uint64_t warm[WARM], ops[3][OPS];
 
 /* Gets of every key of k, through admit_lru_peek() if peek; inlined in
  * each loop with peek a constant. */
@@ -83,6 +85,13 @@ loop_mix95(struct admit_lru *c, const uint64_t *k)
 	return hits;
 }
 
+/* Gets of keys the cache never held. */
+static __attribute__((noinline)) unsigned
+loop_miss(struct admit_lru *c, const uint64_t *k)
+{
+	return read_all(c, k, false);
+}
+
 static void
 draw(const double *cdf, uint64_t *k, unsigned n, uint64_t seed)
 {
@@ -100,7 +109,7 @@ main(void)
 	double *cdf = zipf_table(KEYS, 0.99);
 	unsigned char buf[64], val[32] = { 0 };
 	struct admit_lru *c;
-	unsigned hits[3];
+	unsigned hits[4];
 	size_t len;
 
 	if (!cdf || admit_lru_new(&cfg, &c) != ADMIT_OK) {
@@ -111,15 +120,20 @@ main(void)
 	draw(cdf, ops[0], OPS, 2);
 	draw(cdf, ops[1], OPS, 3);
 	free(cdf);
+	/* Keys outside the Zipf draw's ranks: bench_key is a bijection. */
+	for (unsigned i = 0; i < OPS; i++)
+		ops[2][i] = bench_key(KEYS + i);
 	for (unsigned i = 0; i < WARM; i++)
 		if (admit_lru_get(c, &warm[i], 8, buf, sizeof(buf), &len) != ADMIT_OK)
 			admit_lru_set(c, &warm[i], 8, val, sizeof(val));
 	hits[2] = loop_peek(c, ops[0]);
 	hits[0] = loop_get100(c, ops[0]);
 	hits[1] = loop_mix95(c, ops[1]);
+	hits[3] = loop_miss(c, ops[2]);
 	printf("hit ratio: peek %.4f, 100 %% gets %.4f, 95 %% gets %.4f\n",
 	       (double)hits[2] / OPS, (double)hits[0] / OPS,
 	       (double)hits[1] / (OPS - OPS / SET_EVERY));
+	printf("hit ratio of keys never set: %.4f\n", (double)hits[3] / OPS);
 	admit_lru_free(c);
 	return 0;
 }

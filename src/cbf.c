@@ -337,19 +337,40 @@ cbf_prefetch_hash(const struct admit_cbf *f, uint64_t h)
 	__builtin_prefetch(block_of(f, h), 1);
 }
 
+/*
+ * One pass over the key's counters, each read from its own word: most calls
+ * find the key (no counter at 0) and only read.  A key with a counter at 0
+ * has minimum 0, and conservative update raises exactly its counters at 0:
+ * each is raised where it is read, by one CAS on its word, and re-read if
+ * the CAS fails (another thread may have raised it meanwhile).  A position
+ * drawn twice rises once: its second draw reads 1.
+ */
 bool
 cbf_add_if_absent_hash(struct admit_cbf *f, uint64_t h)
 {
-	uint64_t v[BLOCK_WORDS];
 	struct cbf_key key;
+	struct cbf_positions s;
+	bool absent = false;
 
 	locate(f, h, &key);
-	/* Most calls find the key: those only read, counter by counter. */
-	if (key_min(&key, f->k, true) > 0)
-		return false;
-	load_block(&key, v);
-	/* None at 0 any more: another thread added the key meanwhile. */
-	return raise_min(&key, f->k, v, 0);
+	s = positions(key.h);
+	for (unsigned i = 0; i < f->k; i++) {
+		unsigned p = next_position(&s);
+		_Atomic uint64_t *w = &key.block[p / 16];
+		/* relaxed: see the file comment. */
+		uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+
+		while (counter_in(v, p) == 0) {
+			absent = true;
+			/* relaxed: see the file comment.  The counter is 0: the
+			 * add cannot carry. */
+			if (atomic_compare_exchange_weak_explicit(
+			        w, &v, v + (1ull << (p % 16 * 4)),
+			        memory_order_relaxed, memory_order_relaxed))
+				break;
+		}
+	}
+	return absent;
 }
 
 unsigned
@@ -359,6 +380,15 @@ cbf_estimate_hash(const struct admit_cbf *f, uint64_t h)
 
 	locate(f, h, &key);
 	return key_min(&key, f->k, false);
+}
+
+bool
+cbf_contains_hash(const struct admit_cbf *f, uint64_t h)
+{
+	struct cbf_key key;
+
+	locate(f, h, &key);
+	return key_min(&key, f->k, true) > 0;
 }
 
 enum admit_status
@@ -419,7 +449,9 @@ admit_cbf_estimate(const struct admit_cbf *f, const void *key, size_t len)
 bool
 admit_cbf_contains(const struct admit_cbf *f, const void *key, size_t len)
 {
-	return admit_cbf_estimate(f, key, len) > 0;
+	if (!f || !admit_key_ok(key, len))
+		return false;
+	return cbf_contains_hash(f, admit_hash(key, len, f->seed));
 }
 
 enum admit_status

@@ -21,6 +21,9 @@ void cbf_add_hash(struct admit_cbf *f, uint64_t h);
  * was added.  (Two threads may both add a key absent to both.) */
 bool cbf_add_if_absent_hash(struct admit_cbf *f, uint64_t h);
 unsigned cbf_estimate_hash(const struct admit_cbf *f, uint64_t h);
+/* Whether h's estimate is above 0: its counters read until the first at
+ * 0. */
+bool cbf_contains_hash(const struct admit_cbf *f, uint64_t h);
 /* Starts loading, for writing, the block an add of h will change. */
 void cbf_prefetch_hash(const struct admit_cbf *f, uint64_t h);
 

@@ -1210,6 +1210,36 @@ cuckoo_increment_replacing_pos(struct admit_cuckoo *f,
 	cuckoo_unlock_two(f, p->i1, p->i2);
 }
 
+struct counter_read {
+	const struct admit_cuckoo *f;
+	struct cuckoo_pos p;
+	struct cuckoo_counter c;
+	bool found;
+};
+
+static bool
+counter_read(void *arg)
+{
+	struct counter_read *q = arg;
+
+	q->found = cuckoo_counter_find(q->f, &q->p, &q->c);
+	return false;  /* both buckets as one pair: validate */
+}
+
+unsigned
+cuckoo_counter_count(const struct admit_cuckoo *f, uint64_t h)
+{
+	struct counter_read q = { .f = f };
+	struct stripe_reader r;
+
+	cuckoo_locate(f, &h, sizeof(h), &q.p);
+	r.a = cuckoo_stripe(f, q.p.i1);
+	r.b = cuckoo_stripe(f, q.p.i2);
+	(void)stripe_read(&r, counter_read, &q,
+	                  &stats_of(f, q.p.i1)->read_retries);
+	return q.found ? cuckoo_counter_value(&q.c) : 0;
+}
+
 bool
 cuckoo_counter_increment(struct admit_cuckoo *f, const struct cuckoo_counter *c)
 {

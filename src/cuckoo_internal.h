@@ -265,6 +265,19 @@ cuckoo_alt8(const struct admit_cuckoo *f, uint32_t i, uint32_t fp)
 	return cuckoo_alt_t(f, i, f->alt8[fp & 0xff]);
 }
 
+/* The position of fingerprint fp (not 0) whose first bucket is i1: what
+ * cuckoo_locate_hash() derives from both.  fp_bits as there. */
+static inline __attribute__((always_inline)) void
+cuckoo_pos_at(const struct admit_cuckoo *f, uint32_t i1, uint32_t fp,
+              unsigned fp_bits, struct cuckoo_pos *p)
+{
+	p->fp = fp;
+	p->i1 = i1;
+	p->i2 = fp_bits == 8 ? cuckoo_alt8(f, i1, fp) :
+	        f->alt16 ? cuckoo_alt_t(f, i1, f->alt16[fp]) :
+	        cuckoo_alt(f, i1, fp);
+}
+
 /* Where the key with hash h lives.  fp_bits is f->fp_bits, passed so that a
  * caller specialised for a width can make it a constant. */
 static inline __attribute__((always_inline)) void
@@ -273,11 +286,8 @@ cuckoo_locate_hash(const struct admit_cuckoo *f, uint64_t h, unsigned fp_bits,
 {
 	uint32_t fp = (uint32_t)(h >> (64 - fp_bits));
 
-	p->fp = fp ? fp : 1;
-	p->i1 = admit_fastrange32((uint32_t)h, f->m);
-	p->i2 = fp_bits == 8 ? cuckoo_alt8(f, p->i1, p->fp) :
-	        f->alt16 ? cuckoo_alt_t(f, p->i1, f->alt16[p->fp]) :
-	        cuckoo_alt(f, p->i1, p->fp);
+	cuckoo_pos_at(f, admit_fastrange32((uint32_t)h, f->m), fp ? fp : 1,
+	              fp_bits, p);
 }
 
 
@@ -428,5 +438,10 @@ cuckoo_counter_value(const struct cuckoo_counter *c)
  * c->word; false, changing nothing, if it does not. */
 bool cuckoo_counter_increment(struct admit_cuckoo *f,
                               const struct cuckoo_counter *c);
+
+/* admit_cuckoo_count(f, &h, sizeof(h)) of a counting filter f, by
+ * cuckoo_counter_find() validated against both stripes (TinyLFU's
+ * estimates). */
+unsigned cuckoo_counter_count(const struct admit_cuckoo *f, uint64_t h);
 
 #endif /* ADMIT_CUCKOO_INTERNAL_H */

@@ -245,12 +245,23 @@ count(struct admit_tinylfu *t, const struct cuckoo_pos *p)
 		atomic_store_explicit(&t->crowded, true, memory_order_relaxed);
 }
 
+struct tinylfu_place
+tinylfu_place_of(const struct admit_tinylfu *t, uint64_t h)
+{
+	struct cuckoo_pos p;
+
+	cuckoo_locate(t->freq, &h, sizeof(h), &p);
+	/* A counting store's fingerprints are 16 - COUNTER_BITS bits. */
+	debug_check(p.fp <= UINT16_MAX);
+	return (struct tinylfu_place){ .fp = (uint16_t)p.fp, .i1 = p.i1 };
+}
+
 void
 tinylfu_prefetch_hash(const struct admit_tinylfu *t, uint64_t h,
-                      struct tinylfu_where *w)
+                      struct tinylfu_place pl, struct tinylfu_where *w)
 {
 	cbf_prefetch_hash(t->door, h);
-	cuckoo_locate(t->freq, &h, sizeof(h), &w->p);
+	cuckoo_pos_at(t->freq, pl.i1, pl.fp, 16 - COUNTER_BITS, &w->p);
 	__builtin_prefetch(cuckoo_bucket_addr(t->freq, w->p.i1), 1);
 	__builtin_prefetch(cuckoo_bucket_addr(t->freq, w->p.i2), 1);
 }
@@ -325,15 +336,13 @@ admit_tinylfu_record(struct admit_tinylfu *t, const void *key, size_t len)
 unsigned
 admit_tinylfu_estimate_hash(const struct admit_tinylfu *t, uint64_t h)
 {
-	unsigned door, freq;
+	unsigned freq;
 
 	if (!t)
 		return 0;
-	door = cbf_estimate_hash(t->door, h);
-	freq = admit_cuckoo_count(t->freq, &h, sizeof(h));
-	/* Counter ranges: a doorkeeper counter and a store counter. */
-	debug_check(door <= ADMIT_CBF_COUNTER_MAX && freq <= COUNTER_MAX);
-	return (door > 0) + freq;
+	freq = cuckoo_counter_count(t->freq, h);
+	debug_check(freq <= COUNTER_MAX);
+	return cbf_contains_hash(t->door, h) + freq;
 }
 
 unsigned

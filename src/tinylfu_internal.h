@@ -34,15 +34,29 @@ struct tinylfu_where {
 	struct cuckoo_pos p;
 };
 
+/* The same place in six bytes, for an owner that records one hash often
+ * (admit_lru keeps it in each entry): the store's hash of the hash and the
+ * place's derivation then happen once, at tinylfu_place_of().  Packed: it
+ * fills the six bytes an entry's header leaves free. */
+struct __attribute__((packed)) tinylfu_place {
+	uint16_t fp;                    /* the store's fingerprint */
+	uint32_t i1;                    /* its first bucket */
+};
+
+/* The place of hash h in t's frequency store; t not NULL. */
+struct tinylfu_place tinylfu_place_of(const struct admit_tinylfu *t,
+                                      uint64_t h);
+
 /*
  * Starts loading, for writing, the lines admit_tinylfu_record_hash(t, h)
  * will touch (the doorkeeper's block and the frequency store's two
  * buckets), so that a caller about to record a batch of hashes overlaps
  * their cache misses (admit_lru's drain), and fills *w for
- * tinylfu_record_where().  Changes nothing; t not NULL.
+ * tinylfu_record_where().  pl is tinylfu_place_of(t, h).  Changes nothing;
+ * t not NULL.
  */
 void tinylfu_prefetch_hash(const struct admit_tinylfu *t, uint64_t h,
-                           struct tinylfu_where *w);
+                           struct tinylfu_place pl, struct tinylfu_where *w);
 
 /* admit_tinylfu_record_hash(t, h) with *w from tinylfu_prefetch_hash(t, h,
  * w) (the store's buckets never move, so *w stays right); t not NULL. */

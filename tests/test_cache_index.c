@@ -1,7 +1,8 @@
 /*
  * Unit tests for the cache's index (src/cache/index.h): inserted keys are
  * found and absent ones are not, a replaced entry gives way whole, a removed
- * one is gone, a grow keeps every key, and readers running while a writer
+ * one is gone, a grow keeps every key, every bucket's summary of hash tags
+ * is its chain's after each change, and readers running while a writer
  * grows and inserts find every key present before they started.
  */
 #include "config.h"
@@ -19,6 +20,9 @@
 
 static _Atomic uint64_t pending;
 
+/* The bits of a test key's hash: few of the buckets', and the tag's. */
+#define HASH_BITS 0x00000700ff0000ffull
+
 static struct entry *
 entry(uint64_t i)
 {
@@ -26,8 +30,8 @@ entry(uint64_t i)
 	struct entry *e = calloc(1, sizeof(*e) + sizeof(k));
 
 	ck_assert_ptr_nonnull(e);
-	/* Few hash bits, so chains hold several keys. */
-	e->hash = prng_mix(k) & 0xff0000ffull;
+	/* Few hash bits, so chains hold several keys, and the tag's. */
+	e->hash = prng_mix(k) & HASH_BITS;
 	e->klen = sizeof(k);
 	memcpy(e->data, &k, sizeof(k));
 	return e;
@@ -36,11 +40,11 @@ entry(uint64_t i)
 static void
 insert(struct admit_index *ix, struct entry *e)
 {
-	_Atomic(struct entry *) *p;
+	_Atomic uintptr_t *p;
 
 	ck_assert_ptr_null(admit_index_find_locked(ix, e->hash, e->data, e->klen,
 	                                           &p));
-	admit_index_insert_locked(p, e);
+	admit_index_insert_locked(ix, p, e);
 }
 
 static struct entry *
@@ -50,7 +54,7 @@ read_key(struct admit_index *ix, const struct entry *like, uint64_t i)
 	struct entry *e;
 
 	admit_rcu_read_lock();
-	while (!admit_index_read(ix, like ? like->hash : prng_mix(k) & 0xff0000ffull,
+	while (!admit_index_read(ix, like ? like->hash : prng_mix(k) & HASH_BITS,
 	                         &k, sizeof(k), &e))
 		;
 	admit_rcu_read_unlock();
@@ -62,11 +66,12 @@ START_TEST(test_find_replace_remove)
 	enum { N = 1000 };
 	struct admit_index ix;
 	struct entry *e[N], *r;
-	_Atomic(struct entry *) *p;
+	_Atomic uintptr_t *p;
 
 	ck_assert_int_eq(admit_index_init(&ix, N, &pending), ADMIT_OK);
 	for (uint64_t i = 0; i < N; i++)
 		insert(&ix, e[i] = entry(i));
+	ck_assert(admit_index_check_locked(&ix));
 	for (uint64_t i = 0; i < N; i++)
 		ck_assert_ptr_eq(read_key(&ix, e[i], i), e[i]);
 	for (uint64_t i = N; i < 2 * N; i++)
@@ -79,9 +84,21 @@ START_TEST(test_find_replace_remove)
 	ck_assert_ptr_eq(read_key(&ix, r, 7), r);
 	admit_index_remove_locked(&ix, e[8]);
 	ck_assert_ptr_null(read_key(&ix, e[8], 8));
+	ck_assert(admit_index_check_locked(&ix));
 	for (uint64_t i = 0; i < N; i++)
 		if (i != 7 && i != 8)
 			ck_assert_ptr_eq(read_key(&ix, e[i], i), e[i]);
+	/* Remove every other key (chain heads, middles and ends): each
+	 * summary drops the tags its chain no longer holds. */
+	for (uint64_t i = 0; i < N; i += 2)
+		if (i != 8)
+			admit_index_remove_locked(&ix, e[i]);
+	ck_assert(admit_index_check_locked(&ix));
+	for (uint64_t i = 1; i < N; i += 2)
+		ck_assert_ptr_eq(read_key(&ix, i == 7 ? r : e[i], i),
+		                 i == 7 ? r : e[i]);
+	for (uint64_t i = 0; i < N; i += 2)
+		ck_assert_ptr_null(read_key(&ix, e[i], i));
 	admit_index_destroy(&ix);
 	for (uint64_t i = 0; i < N; i++)
 		free(e[i]);
@@ -104,6 +121,7 @@ START_TEST(test_grow)
 	}
 	ck_assert_uint_ge(admit_index_buckets(&ix), N);
 	ck_assert_uint_lt(admit_index_buckets(&ix), 2 * N);
+	ck_assert(admit_index_check_locked(&ix));
 	for (uint64_t i = 0; i < N; i++)
 		tally(&lost, read_key(&ix, e[i], i) == e[i], i);
 	ck_assert_tally(lost, "keys lost by a grow");

@@ -287,6 +287,9 @@ START_TEST(test_matches_model)
 		tally(&bad, admit_cbf_estimate(f, KEY(key)) == min, step);
 		tally(&bad, cbf_estimate_hash(f, admit_hash(KEY(key), SEED)) == min,
 		      step);
+		tally(&bad, cbf_contains_hash(f, admit_hash(KEY(key), SEED)) ==
+		            (min > 0), step);
+		tally(&bad, admit_cbf_contains(f, KEY(key)) == (min > 0), step);
 		if (step % 1000 == 0)
 			for (uint64_t i = 0; i < md.m; i++)
 				tally(&bad, cbf_counter_get(f, i) == md.c[i], step);

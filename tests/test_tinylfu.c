@@ -113,9 +113,10 @@ START_TEST(test_record_estimate)
 }
 END_TEST
 
-/* A record located by the prefetch (admit_lru's drain) is the record
- * admit_tinylfu_record_hash() makes: two sketches of one seed, fed one
- * skewed stream each way past an aging, estimate every key alike. */
+/* A record located by the place and the prefetch (admit_lru's entries and
+ * drain) is the record admit_tinylfu_record_hash() makes: two sketches of
+ * one seed, fed one skewed stream each way past an aging, estimate every
+ * key alike. */
 START_TEST(test_record_where)
 {
 	struct admit_tinylfu *a = make(100, 0, 0), *b = make(100, 0, 0);
@@ -126,7 +127,7 @@ START_TEST(test_record_where)
 		struct tinylfu_where w;
 
 		ck_assert_int_eq(admit_tinylfu_record_hash(a, h), ADMIT_OK);
-		tinylfu_prefetch_hash(b, h, &w);
+		tinylfu_prefetch_hash(b, h, tinylfu_place_of(b, h), &w);
 		tinylfu_record_where(b, h, &w);
 	}
 	admit_tinylfu_stats(a, &sa);
@@ -141,6 +142,41 @@ START_TEST(test_record_where)
 	ck_assert_uint_gt(admit_tinylfu_estimate(a, KEY(1)), 1);
 	admit_tinylfu_free(a);
 	admit_tinylfu_free(b);
+}
+END_TEST
+
+/* cuckoo_counter_count() (the estimates' store count) is
+ * admit_cuckoo_count() of an 8-byte key, on a counting table crowded
+ * enough that fingerprints share buckets and keys were kicked to their
+ * second bucket. */
+START_TEST(test_counter_count)
+{
+	const uint64_t n = 20000;
+	struct admit_cuckoo_config cfg = {
+		.capacity = n, .fingerprint_bits = 16, .counting = true,
+		.seed = SEED,
+	};
+	struct admit_cuckoo *f = NULL;
+	struct tally t = TALLY_INIT;
+	uint64_t nonzero = 0;
+
+	ck_assert_int_eq(admit_cuckoo_new(&cfg, &f), ADMIT_OK);
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t h = prng_mix(i);
+
+		for (uint64_t c = 0; c < i % 5 + 1; c++)
+			(void)admit_cuckoo_increment(f, &h, sizeof(h));
+	}
+	for (uint64_t i = 0; i < 2 * n; i++) {
+		uint64_t h = prng_mix(i);
+		unsigned want = admit_cuckoo_count(f, &h, sizeof(h));
+
+		tally(&t, cuckoo_counter_count(f, h) == want, i);
+		nonzero += want > 0;
+	}
+	ck_assert_tally(t, "counts unlike admit_cuckoo_count");
+	ck_assert_uint_ge(nonzero, n - n / 100);
+	admit_cuckoo_free(f);
 }
 END_TEST
 
@@ -481,6 +517,7 @@ main(void)
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_record_estimate);
 	tcase_add_test(tc, test_record_where);
+	tcase_add_test(tc, test_counter_count);
 	tcase_add_test(tc, test_aging);
 	tcase_add_test(tc, test_steady);
 	tcase_add_test(tc, test_admit);

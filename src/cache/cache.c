@@ -166,20 +166,19 @@ read_path(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 {
 	struct shard *s = shard_of(c, h);
 	enum admit_status st = ADMIT_NOTFOUND;
-	struct entry *e;
+	struct urcu_bp_reader *r = admit_rcu_read_begin();
+	struct entry *e = shard_lookup(s, h, key, klen);
 
-	admit_rcu_read_lock();
-	e = shard_lookup(s, h, key, klen);
 	if (e && admit_expiry_expired(&c->clock, e))
 		e = NULL;
 	if (e)
 		st = use(e, arg);
 	if (st == ADMIT_EBUFFER || !traced) {
-		admit_rcu_read_unlock();
+		admit_rcu_read_end(r);
 		return st;
 	}
 	shard_note_access(s, e);
-	admit_rcu_read_unlock();
+	admit_rcu_read_end(r);
 	if (admit_adapt_watches(c->adapt, h))
 		c->adapt->ops->on_get(c->adapt, h, e != NULL);
 	return st;
@@ -286,7 +285,7 @@ set_entry(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 {
 	struct shard *s;
 	struct entry *e, *old;
-	_Atomic(struct entry *) *p;
+	_Atomic uintptr_t *p;
 	size_t charge;
 	bool kept;
 
@@ -301,7 +300,7 @@ set_entry(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 		admit_lru_delete_hashed(c, h, key, klen);
 		return ADMIT_OK;
 	}
-	e = shard_entry_new(h, key, klen, vlen, expires_at != 0);
+	e = shard_entry_new(c, h, key, klen, vlen, expires_at != 0);
 	if (!e)
 		return ADMIT_NOMEM;
 	copy_parts(e->data + klen, parts, nparts);
@@ -478,7 +477,7 @@ admit_lru_update_alloc(struct admit_lru_update *up, size_t vlen)
 		return NULL;
 	u->st = ADMIT_NOMEM;
 	/* With room for a timer: the updater may set an expiry after. */
-	e = shard_entry_new(u->h, u->key, u->klen, vlen, true);
+	e = shard_entry_new(u->s->c, u->h, u->key, u->klen, vlen, true);
 	if (!e)
 		return NULL;
 	u->e = e;
@@ -492,7 +491,7 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 {
 	struct update u;
 	struct shard *s;
-	_Atomic(struct entry *) *p;
+	_Atomic uintptr_t *p;
 	struct entry *old;
 	enum admit_lru_verdict v;
 	enum admit_status st = ADMIT_OK;

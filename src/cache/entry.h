@@ -16,6 +16,7 @@
 #include <admit/lru.h>
 
 #include "policy.h"
+#include "tinylfu_internal.h"
 
 struct entry {
 	/* The policy's list links and segment, under the shard mutex.  A
@@ -25,14 +26,25 @@ struct entry {
 		struct admit_policy_node node;
 		struct entry *limbo;
 	};
-	_Atomic(struct entry *) hnext;  /* hash chain: readers follow it */
+	_Atomic uintptr_t hnext;        /* hash chain: the next entry's
+	                                 * address (index.h); readers
+	                                 * follow it */
 	uint64_t hash;
 	size_t klen, vlen;
 	bool dead;                      /* unlinked; under the shard mutex */
-	bool timed;                     /* expires: a timer follows the data
-	                                 * (expiry.h); never changes */
+	/* Set before the entry is published, never changed after. */
+	bool timed : 1;                 /* expires: a timer follows the data
+	                                 * (expiry.h) */
+	bool caller_records : 1;        /* admit_adapt_caller_records() of
+	                                 * hash */
+	struct tinylfu_place place;     /* hash's place in the cache's
+	                                 * sketch, if it has one */
 	unsigned char data[];           /* key bytes, then value bytes */
 };
+
+/* The header is within what each entry is charged for its overhead. */
+_Static_assert(sizeof(struct entry) <= ADMIT_LRU_ENTRY_OVERHEAD,
+               "an entry's header fits ADMIT_LRU_ENTRY_OVERHEAD");
 
 /* What an entry of a klen-byte key and a vlen-byte value counts against a
  * byte capacity. */

@@ -7,12 +7,17 @@
  * first relink and even after its last (stripe_lock / stripe_unlock), and
  * publishes the new table before making it even again.  The old table is
  * freed by a callback after a grace period: no reader is still in it.
+ * A bucket's summary gains an entry's tag before the entry is linked and
+ * loses it only after the unlink, so it never lacks the tag of an entry a
+ * reader could reach through it; a grow builds the new table's summaries
+ * before publishing it.
  * Progress: readers never wait but for a grow, through the caller.
  */
 #include "config.h"
 
 #include "alloc.h"
 #include "cache/index.h"
+#include "debug.h"
 
 static struct admit_index_table *
 table_new(size_t nbuckets, _Atomic uint64_t *pending)
@@ -53,31 +58,77 @@ admit_index_destroy(struct admit_index *ix)
 	admit_free(admit_index_table_locked(ix));
 }
 
-void
-admit_index_insert_locked(_Atomic(struct entry *) *where, struct entry *e)
+static _Atomic uintptr_t *
+bucket_locked(struct admit_index *ix, uint64_t h)
 {
-	atomic_init(&e->hnext, NULL);
-	admit_rcu_publish(where, e);
+	struct admit_index_table *t = admit_index_table_locked(ix);
+
+	return &t->bucket[h & (t->nbuckets - 1)];
+}
+
+/* relaxed, the chain words' loads below: the writer's own stores. */
+static uintptr_t
+word_locked(_Atomic uintptr_t *p)
+{
+	return atomic_load_explicit(p, memory_order_relaxed);
 }
 
 void
-admit_index_replace_locked(_Atomic(struct entry *) *where, struct entry *old,
+admit_index_insert_locked(struct admit_index *ix, _Atomic uintptr_t *where,
+                          struct entry *e)
+{
+	_Atomic uintptr_t *b = bucket_locked(ix, e->hash);
+	uintptr_t tag = admit_index_tag(e->hash);
+
+	debug_check(admit_index_taggable(e));
+	atomic_init(&e->hnext, 0);
+	if (where == b) {
+		admit_rcu_publish(b, (uintptr_t)e | tag |
+		                     (word_locked(b) & ADMIT_INDEX_SUMMARY));
+		return;
+	}
+	/* The tag first: a reader never finds a summary without the tag of an
+	 * entry it could reach. */
+	if (ADMIT_INDEX_TAGS && !(word_locked(b) & tag))
+		admit_rcu_publish(b, word_locked(b) | tag);
+	admit_rcu_publish(where, (uintptr_t)e);
+}
+
+void
+admit_index_replace_locked(_Atomic uintptr_t *where, struct entry *old,
                            struct entry *e)
 {
-	/* relaxed: the writer's own store. */
-	atomic_init(&e->hnext, atomic_load_explicit(&old->hnext,
-	                                            memory_order_relaxed));
-	admit_rcu_publish(where, e);
+	atomic_init(&e->hnext, word_locked(&old->hnext));
+	/* The same key, so the same tag: a bucket's summary stands. */
+	admit_rcu_publish(where, (uintptr_t)e |
+	                         (word_locked(where) & ADMIT_INDEX_SUMMARY));
+}
+
+/* The tags of the chain from entry e on. */
+static uintptr_t
+chain_tags(struct entry *e)
+{
+	uintptr_t sum = 0;
+
+	for (; e; e = admit_index_entry(word_locked(&e->hnext)))
+		sum |= admit_index_tag(e->hash);
+	return sum;
 }
 
 void
 admit_index_remove_locked(struct admit_index *ix, struct entry *e)
 {
-	_Atomic(struct entry *) *p;
+	_Atomic uintptr_t *b = bucket_locked(ix, e->hash), *p;
+	uintptr_t w, sum;
 
 	admit_index_find_locked(ix, e->hash, e->data, e->klen, &p);
-	/* relaxed load: the writer's own store. */
-	admit_rcu_publish(p, atomic_load_explicit(&e->hnext, memory_order_relaxed));
+	admit_rcu_publish(p, word_locked(&e->hnext) |
+	                     (word_locked(p) & ADMIT_INDEX_SUMMARY));
+	/* Then the summary without e's tag, unless another entry has it. */
+	w = word_locked(b);
+	sum = chain_tags(admit_index_entry(w));
+	if ((w & ADMIT_INDEX_SUMMARY) != sum)
+		admit_rcu_publish(b, (uintptr_t)admit_index_entry(w) | sum);
 }
 
 static void
@@ -108,18 +159,20 @@ admit_index_grow_locked(struct admit_index *ix, uint64_t entries)
 	 * stripe. */
 	stripe_lock(&ix->resizing);
 	for (size_t i = 0; i < old->nbuckets; i++) {
-		/* relaxed loads: the writer's own stores. */
-		struct entry *e = atomic_load_explicit(&old->bucket[i],
-		                                       memory_order_relaxed), *next;
+		struct entry *e = admit_index_entry(word_locked(&old->bucket[i])),
+		             *next;
 
 		for (; e; e = next) {
-			_Atomic(struct entry *) *b = &t->bucket[e->hash & (n - 1)];
+			_Atomic uintptr_t *b = &t->bucket[e->hash & (n - 1)];
+			uintptr_t w = word_locked(b);
 
-			next = atomic_load_explicit(&e->hnext, memory_order_relaxed);
-			admit_rcu_publish(&e->hnext,
-			                  atomic_load_explicit(b, memory_order_relaxed));
+			next = admit_index_entry(word_locked(&e->hnext));
+			admit_rcu_publish(&e->hnext, (uintptr_t)admit_index_entry(w));
 			/* relaxed: t is published below, with release. */
-			atomic_store_explicit(b, e, memory_order_relaxed);
+			atomic_store_explicit(b, (uintptr_t)e |
+			                         (w & ADMIT_INDEX_SUMMARY) |
+			                         admit_index_tag(e->hash),
+			                      memory_order_relaxed);
 		}
 	}
 	admit_rcu_publish(&ix->table, t);
@@ -132,4 +185,18 @@ size_t
 admit_index_buckets(struct admit_index *ix)
 {
 	return admit_index_table_locked(ix)->nbuckets;
+}
+
+bool
+admit_index_check_locked(struct admit_index *ix)
+{
+	struct admit_index_table *t = admit_index_table_locked(ix);
+
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		uintptr_t w = word_locked(&t->bucket[i]);
+
+		if ((w & ADMIT_INDEX_SUMMARY) != chain_tags(admit_index_entry(w)))
+			return false;
+	}
+	return true;
 }

@@ -14,6 +14,19 @@
  * needs no check, the key compared equal.  The old table is freed after a
  * grace period; `pending` counts such frees not yet done, so that the
  * owner knows whether it must wait for callbacks before freeing itself.
+ *
+ * Hash tags (64-bit hosts).  A bucket's word holds, above the address of
+ * its chain's first entry, the chain's summary: bit admit_index_tag(h) of
+ * bits 48-55 set for the hash h of each entry in the chain.  A reader
+ * whose key's bit is clear stops there: a miss in a bucket that holds no
+ * hash with its tag reads no entry (with one entry a bucket, seven misses
+ * in eight).  A summary holds the bit of every entry linked in its chain,
+ * at every moment (an insert sets it before it links the entry, a remove
+ * clears it after the unlink), and no other bit once a writer's call
+ * returns (admit_index_check_locked).  Chain words below a bucket (the
+ * entries' hnext) carry no summary.  Entry addresses must leave bits 48-55
+ * clear (admit_index_taggable(): user addresses on x86-64 and AArch64 are
+ * below 2^48; AArch64's tag byte, bits 56-63, is kept).
  */
 #ifndef ADMIT_CACHE_INDEX_H
 #define ADMIT_CACHE_INDEX_H
@@ -30,12 +43,22 @@
 #include "rcu.h"
 #include "stripe.h"
 
-/* A bucket array; replaced whole when the index grows. */
+#if UINTPTR_MAX > 0xffffffffu
+#define ADMIT_INDEX_TAGS 1
+/* The summary's bits in a bucket's word. */
+#define ADMIT_INDEX_SUMMARY ((uintptr_t)0xff << 48)
+#else
+#define ADMIT_INDEX_TAGS 0
+#define ADMIT_INDEX_SUMMARY ((uintptr_t)0)
+#endif
+
+/* A bucket array; replaced whole when the index grows.  A bucket is a
+ * chain word: an entry's address, with the summary above it. */
 struct admit_index_table {
 	struct rcu_head rcu;
 	_Atomic uint64_t *pending;      /* dropped when the table is freed */
 	size_t nbuckets;                /* a power of two */
-	_Atomic(struct entry *) bucket[];
+	_Atomic uintptr_t bucket[];
 };
 
 struct admit_index {
@@ -68,22 +91,57 @@ admit_index_same_key(const unsigned char *a, const void *b, size_t klen)
 	return klen == 0 || memcmp(a, b, klen) == 0;
 }
 
+/* The summary bit of hash h: from bits 40-42, above the bucket bits of any
+ * table and below the shard bits of any admit_lru. */
+static inline uintptr_t
+admit_index_tag(uint64_t h)
+{
+#if ADMIT_INDEX_TAGS
+	return (uintptr_t)1 << 48 << (h >> 40 & 7);
+#else
+	(void)h;
+	return 0;
+#endif
+}
+
+/* Whether e's address leaves the summary's bits clear, as an entry's must. */
+static inline bool
+admit_index_taggable(const struct entry *e)
+{
+	return ((uintptr_t)e & ADMIT_INDEX_SUMMARY) == 0;
+}
+
+/* The entry a chain word names. */
+static inline struct entry *
+admit_index_entry(uintptr_t w)
+{
+	return (struct entry *)(w & ~ADMIT_INDEX_SUMMARY);
+}
+
 /*
- * The entry of key in t, or NULL; *where (if where) is set to the chain
- * pointer that holds it, or to the chain's final NULL.  Safe in a read-side
- * section and for the writer alike.
+ * The entry of key in t, or NULL.  With where, *where is set to the chain
+ * word that holds it, or to the chain's final 0, and the whole chain is
+ * walked; without, a bucket whose summary lacks h's tag ends the lookup at
+ * once.  Safe in a read-side section and for the writer alike.
  */
 static inline struct entry *
 admit_index_find(struct admit_index_table *t, uint64_t h, const void *key,
-                 size_t klen, _Atomic(struct entry *) **where)
+                 size_t klen, _Atomic uintptr_t **where)
 {
-	_Atomic(struct entry *) *p = &t->bucket[h & (t->nbuckets - 1)];
+	_Atomic uintptr_t *p = &t->bucket[h & (t->nbuckets - 1)];
+	uintptr_t w = admit_rcu_deref(p);
 	struct entry *e;
 
-	for (; (e = admit_rcu_deref(p)); p = &e->hnext)
+	if (ADMIT_INDEX_TAGS && !where && !(w & admit_index_tag(h)))
+		return NULL;
+	/* An hnext word is an address alone. */
+	for (e = admit_index_entry(w); e;
+	     e = (struct entry *)admit_rcu_deref(p)) {
 		if (e->hash == h && e->klen == klen &&
 		    admit_index_same_key(e->data, key, klen))
 			break;
+		p = &e->hnext;
+	}
 	if (where)
 		*where = p;
 	return e;
@@ -122,20 +180,22 @@ admit_index_table_locked(struct admit_index *ix)
 /* The writer's lookup: admit_index_find on the current table. */
 static inline struct entry *
 admit_index_find_locked(struct admit_index *ix, uint64_t h, const void *key,
-                        size_t klen, _Atomic(struct entry *) **where)
+                        size_t klen, _Atomic uintptr_t **where)
 {
 	return admit_index_find(admit_index_table_locked(ix), h, key, klen,
 	                        where);
 }
 
-/* Links e (filled, unpublished) at where, a chain's final NULL found by
- * admit_index_find_locked. */
-void admit_index_insert_locked(_Atomic(struct entry *) *where, struct entry *e);
+/* Links e (filled, unpublished, admit_index_taggable) at where, a chain's
+ * final 0 found by admit_index_find_locked, and adds its tag to the
+ * chain's summary. */
+void admit_index_insert_locked(struct admit_index *ix, _Atomic uintptr_t *where,
+                               struct entry *e);
 
-/* Puts e (filled, unpublished) in old's place, where holding old: readers
- * that hold old still read old, whole. */
-void admit_index_replace_locked(_Atomic(struct entry *) *where,
-                                struct entry *old, struct entry *e);
+/* Puts e (filled, unpublished, admit_index_taggable, old's key) in old's
+ * place, where holding old: readers that hold old still read old, whole. */
+void admit_index_replace_locked(_Atomic uintptr_t *where, struct entry *old,
+                                struct entry *e);
 
 /* Unlinks e; readers in a section may still hold it. */
 void admit_index_remove_locked(struct admit_index *ix, struct entry *e);
@@ -147,5 +207,9 @@ void admit_index_grow_locked(struct admit_index *ix, uint64_t entries);
 
 /* Buckets in the current table (for tests). */
 size_t admit_index_buckets(struct admit_index *ix);
+
+/* Whether every bucket's summary is exactly its chain's tags (for tests;
+ * the writer's side). */
+bool admit_index_check_locked(struct admit_index *ix);
 
 #endif /* ADMIT_CACHE_INDEX_H */

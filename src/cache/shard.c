@@ -60,11 +60,11 @@ over_capacity(const struct shard *s)
 /* ---- the drain ------------------------------------------------------------ */
 
 /* Whether the drain makes the TinyLFU record of a hit on e.  A dead
- * entry's hash is still readable: no slot names a freed entry. */
+ * entry is still readable: no slot names a freed entry. */
 static inline bool
 drain_records(const struct admit_lru *c, const struct entry *e)
 {
-	return e && c->tlfu && !admit_adapt_caller_records(c->adapt, e->hash);
+	return e && c->tlfu && !e->caller_records;
 }
 
 /* Applies n (at most ADMIT_READBUF_SLOTS) events in order: in two passes,
@@ -89,7 +89,8 @@ apply_events(void *ctx, const uintptr_t *ev, size_t n)
 		}
 		rec[i] = drain_records(c, e);
 		if (rec[i])
-			tinylfu_prefetch_hash(c->tlfu, e->hash, &where[i]);
+			tinylfu_prefetch_hash(c->tlfu, e->hash, e->place,
+			                      &where[i]);
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct entry *e = (struct entry *)(ev[i] & ~EV_RECORD);
@@ -220,7 +221,7 @@ shard_remove_locked(struct shard *s, struct entry *e)
 
 struct entry *
 shard_find_live_locked(struct shard *s, uint64_t h, const void *key,
-                       size_t klen, _Atomic(struct entry *) **where)
+                       size_t klen, _Atomic uintptr_t **where)
 {
 	struct entry *e = admit_index_find_locked(&s->ix, h, key, klen, where);
 
@@ -234,7 +235,7 @@ shard_find_live_locked(struct shard *s, uint64_t h, const void *key,
 
 bool
 shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
-                   _Atomic(struct entry *) *where, bool force)
+                   _Atomic uintptr_t *where, bool force)
 {
 	size_t charge = admit_entry_charge(e->klen, e->vlen);
 	bool kept;
@@ -252,7 +253,7 @@ shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
 		/* A grown value may put the shard over capacity. */
 		admit_policy_evict(&s->pol);
 	} else {
-		admit_index_insert_locked(where, e);
+		admit_index_insert_locked(&s->ix, where, e);
 		s->entries++;
 		s->bytes += charge;
 		admit_policy_insert(&s->pol, &e->node);
@@ -280,18 +281,27 @@ shard_stats_locked(struct shard *s, struct admit_lru_stats *sum)
 }
 
 struct entry *
-shard_entry_new(uint64_t h, const void *key, size_t klen, size_t vlen,
-                bool timer)
+shard_entry_new(const struct admit_lru *c, uint64_t h, const void *key,
+                size_t klen, size_t vlen, bool timer)
 {
 	struct entry *e = admit_malloc(admit_expiry_entry_size(klen, vlen, timer));
 
 	if (!e)
 		return NULL;
+	if (!admit_index_taggable(e)) {
+		/* An address the index cannot tag (index.h): none on
+		 * x86-64 or AArch64, whose user addresses stay below 2^48. */
+		admit_free(e);
+		return NULL;
+	}
 	e->hash = h;
+	e->place = c->tlfu ? tinylfu_place_of(c->tlfu, h)
+	                   : (struct tinylfu_place){ 0 };
 	e->klen = klen;
 	e->vlen = vlen;
 	e->dead = false;
 	e->timed = false;
+	e->caller_records = admit_adapt_caller_records(c->adapt, h);
 	if (klen)
 		memcpy(e->data, key, klen);
 	return e;

@@ -122,7 +122,7 @@ shard_unlock(struct shard *s)
 static inline struct entry *
 shard_lookup(struct shard *s, uint64_t h, const void *key, size_t klen)
 	ADMIT_EXCLUDES(s->mu);
-static inline struct entry *
+static inline __attribute__((always_inline)) struct entry *
 shard_lookup(struct shard *s, uint64_t h, const void *key, size_t klen)
 {
 	struct entry *e;
@@ -161,7 +161,7 @@ shard_note_access(struct shard *s, struct entry *e)
  * absent; *where as admit_index_find's. */
 struct entry *shard_find_live_locked(struct shard *s, uint64_t h,
                                      const void *key, size_t klen,
-                                     _Atomic(struct entry *) **where)
+                                     _Atomic uintptr_t **where)
 	ADMIT_REQUIRES(s->mu);
 
 /* e (new, filled, unpublished) takes the place of old (found through
@@ -169,7 +169,7 @@ struct entry *shard_find_live_locked(struct shard *s, uint64_t h,
  * restored.  With force, e wins every admission contest it meets there
  * (ADMIT_LRU_STORE_FORCE).  False when e itself was dropped. */
 bool shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
-                        _Atomic(struct entry *) *where, bool force)
+                        _Atomic uintptr_t *where, bool force)
 	ADMIT_REQUIRES(s->mu);
 
 /* Takes e out of the policy and the index; freed after a grace period. */
@@ -212,10 +212,12 @@ shard_time_locked(struct shard *s, struct entry *e, uint64_t when)
 void shard_stats_locked(struct shard *s, struct admit_lru_stats *sum)
 	ADMIT_REQUIRES(s->mu);
 
-/* A new unpublished entry for key with room for a vlen-byte value and, if
- * timer, a timer; NULL when out of memory.  The caller checked the sizes. */
-struct entry *shard_entry_new(uint64_t h, const void *key, size_t klen,
-                              size_t vlen, bool timer);
+/* A new unpublished entry of c for key with room for a vlen-byte value
+ * and, if timer, a timer; NULL when out of memory (or given an address
+ * the index cannot tag).  The caller checked the sizes. */
+struct entry *shard_entry_new(const struct admit_lru *c, uint64_t h,
+                              const void *key, size_t klen, size_t vlen,
+                              bool timer);
 
 /* The largest charge one entry of s may have (0: no byte limit). */
 static inline uint64_t
