@@ -9,9 +9,8 @@
 # -O3 -g3 is most of the build's time, and -Og compiles faster than -O0,
 # which its forced inlining bloats), under modules/redis/valkey-noopt:
 # what make check loads the module into; benchmarks take the optimised
-# build.  Exits 77, saying why, when
-# the source is absent (a user's clone has no ../shared); 1 if the build
-# fails.
+# build.  Exits 77, saying why, when the source is absent (a user's clone
+# has no ../shared); 1 if the build fails.
 : "${top_srcdir:=.}" "${top_builddir:=.}"
 tarball=$top_srcdir/../shared/src/valkey-8.0.1.tar.gz
 dir=$top_builddir/modules/redis/valkey
