@@ -4,19 +4,21 @@
 # ../shared/src/valkey-8.0.1.tar.gz, next to the source tree, building it
 # under $top_builddir/modules/redis/valkey the first time (about 3 minutes
 # on 2 cores) and reusing it after.  With "noopt", the server alone as
-# upstream's `make noopt` builds it (-O0, the same jemalloc linked
-# statically, no LTO: 126 CPU seconds where the full build takes about
-# 210), under modules/redis/valkey-noopt: what make check loads the module
-# into; benchmarks take the optimised build.  Exits 77, saying why, when
-# the source is absent (a user's clone has no ../shared); 1 if the build
-# fails.
+# upstream's `make noopt` builds it (-O0, no LTO), with the same jemalloc
+# linked statically but compiled at -Og without debug information (its
+# -O3 -g3 is most of the build's time, and -Og compiles faster than -O0,
+# which its forced inlining bloats), under modules/redis/valkey-noopt:
+# what make check loads the module into; benchmarks take the optimised
+# build.  Exits 77, saying why, when the source is absent (a user's clone
+# has no ../shared); 1 if the build fails.
 : "${top_srcdir:=.}" "${top_builddir:=.}"
 tarball=$top_srcdir/../shared/src/valkey-8.0.1.tar.gz
 dir=$top_builddir/modules/redis/valkey
 case ${1:-} in
 noopt)
 	dir=$dir-noopt
-	set -- OPTIMIZATION=-O0 valkey-server
+	set -- OPTIMIZATION=-O0 JEMALLOC_CFLAGS="-Og -g0 -fno-unroll-loops" \
+		valkey-server
 	;;
 *) set -- ;;
 esac

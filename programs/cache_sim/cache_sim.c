@@ -468,7 +468,7 @@ main(int argc, char **argv)
 	size_t n = 0;
 	const char *name;
 	char err[256];
-	bool progress;
+	bool progress, need_ids;
 	int rc = parse_args(argc, argv, &o);
 
 	if (rc)
@@ -492,8 +492,16 @@ main(int argc, char **argv)
 		free(keys);
 		return rc;
 	}
-	/* The peers index their state by these numbers. */
-	if (peer_dense_ids(keys, n, &ids, &distinct) != 0) {
+	/* The peers index their state by these numbers; the default sizes
+	 * and the table's heading need the count of distinct keys.  A CSV
+	 * of admit_lru caches and opt at given sizes needs neither, and
+	 * skips the sort. */
+	need_ids = !o.csv || (o.nsizes == 0 && o.trace);
+	for (int p = 0; p < o.npol; p++)
+		need_ids |= policy_names[o.order[p]].kind == KIND_PEER;
+	ids = NULL;
+	distinct = 0;
+	if (need_ids && peer_dense_ids(keys, n, &ids, &distinct) != 0) {
 		fprintf(stderr, "cache_sim: out of memory (or 2^32 requests or more)\n");
 		free(keys);
 		return 1;
