@@ -31,6 +31,7 @@
 #define ADMIT_RCU_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 
 #include <urcu-bp.h>
 #include <urcu/static/urcu-bp.h>
@@ -71,48 +72,56 @@ admit_rcu_read_unlock(void)
 
 /*
  * The same read-side section for a hot path, on a handle: this thread's
- * urcu-bp reader, looked up once by admit_rcu_read_begin() and passed to
- * admit_rcu_read_end(), where urcu_bp_read_lock() and _unlock() look it up
- * twice each (a call to __tls_get_addr each: liburcu's thread-local is in
- * another shared object).  The steps on the reader's counter are liburcu's
- * LGPL inline read side (<urcu/static/urcu-bp.h>, the _LGPL_SOURCE API,
- * stable within its soname), on the handle: the same counter, the same
- * fences, so sections of either form nest in each other and grace periods
- * see both; the counter's accesses are liburcu's own (volatile, ordered by
- * its barriers), as inside urcu_bp_read_lock().  The handle is valid until
- * its thread exits; keep it no longer than the section.
+ * urcu-bp reader counter, looked up once by admit_rcu_read_begin() and
+ * passed to admit_rcu_read_end(), where urcu_bp_read_lock() and _unlock()
+ * look the reader up twice each (a call to __tls_get_addr each: liburcu's
+ * thread-local is in another shared object).  The steps on the counter are
+ * liburcu's LGPL inline read side (<urcu/static/urcu-bp.h>, the
+ * _LGPL_SOURCE API, stable within its soname), on the handle: the same
+ * counter, the same fences, so sections of either form nest in each other
+ * and grace periods see both; the counter's accesses are liburcu's own
+ * (volatile, ordered by its barriers), as inside urcu_bp_read_lock().  The
+ * handle is the counter itself, the reader's first member, not the reader:
+ * liburcu's registry places readers 64 bytes apart where the header
+ * declares them 128-aligned, so an access through struct urcu_bp_reader
+ * would be misaligned for its type (UBSan says so).  Valid until its
+ * thread exits; keep it no longer than the section.
  */
-static inline struct urcu_bp_reader *
+_Static_assert(offsetof(struct urcu_bp_reader, ctr) == 0,
+               "a reader's counter is its first member");
+
+static inline unsigned long *
 admit_rcu_read_begin(void)
 {
 	struct urcu_bp_reader *r = URCU_TLS(urcu_bp_reader);
-	unsigned long tmp;
+	unsigned long *ctr, tmp;
 
 	if (__builtin_expect(!r, 0)) {
 		urcu_bp_register();
 		r = URCU_TLS(urcu_bp_reader);
 	}
+	ctr = (unsigned long *)(void *)r;
 	cmm_barrier();  /* not reordered with a mutex the caller takes */
-	tmp = r->ctr;
+	tmp = _CMM_LOAD_SHARED(*ctr);
 	if (__builtin_expect(!(tmp & URCU_BP_GP_CTR_NEST_MASK), 1)) {
 		/* Outermost: take the grace period's phase, then order the
 		 * section's loads after that store (urcu-bp's reader fence). */
-		_CMM_STORE_SHARED(r->ctr, _CMM_LOAD_SHARED(urcu_bp_gp.ctr));
+		_CMM_STORE_SHARED(*ctr, _CMM_LOAD_SHARED(urcu_bp_gp.ctr));
 		urcu_bp_smp_mb_slave();
 	} else {
-		_CMM_STORE_SHARED(r->ctr, tmp + URCU_BP_GP_COUNT);
+		_CMM_STORE_SHARED(*ctr, tmp + URCU_BP_GP_COUNT);
 	}
-	return r;
+	return ctr;
 }
 
 static inline void
-admit_rcu_read_end(struct urcu_bp_reader *r)
+admit_rcu_read_end(unsigned long *ctr)
 {
-	unsigned long tmp = r->ctr;
+	unsigned long tmp = _CMM_LOAD_SHARED(*ctr);
 
 	ADMIT_RCU_TSAN_RELEASE();
 	urcu_bp_smp_mb_slave();  /* the section's loads before the store */
-	_CMM_STORE_SHARED(r->ctr, tmp - URCU_BP_GP_COUNT);
+	_CMM_STORE_SHARED(*ctr, tmp - URCU_BP_GP_COUNT);
 	cmm_barrier();
 }
 
