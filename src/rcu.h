@@ -76,12 +76,14 @@ admit_rcu_read_unlock(void)
  * passed to admit_rcu_read_end(), where urcu_bp_read_lock() and _unlock()
  * look the reader up twice each (a call to __tls_get_addr each: liburcu's
  * thread-local is in another shared object).  The steps on the counter are
- * liburcu's LGPL inline read side (<urcu/static/urcu-bp.h>, the
+ * those of liburcu's inline read side (<urcu/static/urcu-bp.h>, the
  * _LGPL_SOURCE API, stable within its soname), on the handle: the same
- * counter, the same fences, so sections of either form nest in each other
- * and grace periods see both; the counter's accesses are liburcu's own
- * (volatile, ordered by its barriers), as inside urcu_bp_read_lock().  The
- * handle is the counter itself, the reader's first member, not the reader:
+ * counter, the same fence (urcu_bp_smp_mb_slave), so sections of either
+ * form nest in each other and grace periods see both.  Our accesses to the
+ * counter and to the grace-period phase are C11 atomics, relaxed: each is
+ * one aligned word that liburcu's writer side reads or writes whole, and
+ * the fence, not the access, orders them with the section.  The handle is
+ * the counter itself, the reader's first member, not the reader:
  * liburcu's registry places readers 64 bytes apart where the header
  * declares them 128-aligned, so an access through struct urcu_bp_reader
  * would be misaligned for its type (UBSan says so).  Valid until its
@@ -89,40 +91,52 @@ admit_rcu_read_unlock(void)
  */
 _Static_assert(offsetof(struct urcu_bp_reader, ctr) == 0,
                "a reader's counter is its first member");
+_Static_assert(sizeof(_Atomic unsigned long) == sizeof(unsigned long) &&
+               _Alignof(_Atomic unsigned long) == _Alignof(unsigned long),
+               "liburcu's counters can be accessed as C11 atomics");
 
-static inline unsigned long *
+static inline _Atomic unsigned long *
 admit_rcu_read_begin(void)
 {
 	struct urcu_bp_reader *r = URCU_TLS(urcu_bp_reader);
-	unsigned long *ctr, tmp;
+	_Atomic unsigned long *ctr, *phase;
+	unsigned long tmp;
 
 	if (__builtin_expect(!r, 0)) {
 		urcu_bp_register();
 		r = URCU_TLS(urcu_bp_reader);
 	}
-	ctr = (unsigned long *)(void *)r;
-	cmm_barrier();  /* not reordered with a mutex the caller takes */
-	tmp = _CMM_LOAD_SHARED(*ctr);
+	ctr = (_Atomic unsigned long *)(void *)r;
+	phase = (_Atomic unsigned long *)(void *)&urcu_bp_gp.ctr;
+	/* Not reordered by the compiler with a mutex the caller takes. */
+	atomic_signal_fence(memory_order_seq_cst);
+	/* relaxed: only this thread writes its counter. */
+	tmp = atomic_load_explicit(ctr, memory_order_relaxed);
 	if (__builtin_expect(!(tmp & URCU_BP_GP_CTR_NEST_MASK), 1)) {
-		/* Outermost: take the grace period's phase, then order the
-		 * section's loads after that store (urcu-bp's reader fence). */
-		_CMM_STORE_SHARED(*ctr, _CMM_LOAD_SHARED(urcu_bp_gp.ctr));
+		/* Outermost: take the grace period's phase (relaxed: the
+		 * fence below orders the section after the store). */
+		atomic_store_explicit(ctr, atomic_load_explicit(phase,
+		                      memory_order_relaxed), memory_order_relaxed);
 		urcu_bp_smp_mb_slave();
 	} else {
-		_CMM_STORE_SHARED(*ctr, tmp + URCU_BP_GP_COUNT);
+		/* relaxed: a nested section changes no phase. */
+		atomic_store_explicit(ctr, tmp + URCU_BP_GP_COUNT,
+		                      memory_order_relaxed);
 	}
 	return ctr;
 }
 
 static inline void
-admit_rcu_read_end(unsigned long *ctr)
+admit_rcu_read_end(_Atomic unsigned long *ctr)
 {
-	unsigned long tmp = _CMM_LOAD_SHARED(*ctr);
+	/* relaxed: only this thread writes its counter. */
+	unsigned long tmp = atomic_load_explicit(ctr, memory_order_relaxed);
 
 	ADMIT_RCU_TSAN_RELEASE();
 	urcu_bp_smp_mb_slave();  /* the section's loads before the store */
-	_CMM_STORE_SHARED(*ctr, tmp - URCU_BP_GP_COUNT);
-	cmm_barrier();
+	/* relaxed: ordered by the fence above. */
+	atomic_store_explicit(ctr, tmp - URCU_BP_GP_COUNT, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
 }
 
 /* Calls fn(head) on liburcu's call_rcu thread after a grace period: after

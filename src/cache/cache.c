@@ -166,7 +166,7 @@ read_path(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 {
 	struct shard *s = shard_of(c, h);
 	enum admit_status st = ADMIT_NOTFOUND;
-	unsigned long *r = admit_rcu_read_begin();
+	_Atomic unsigned long *r = admit_rcu_read_begin();
 	struct entry *e = shard_lookup(s, h, key, klen);
 
 	if (e && admit_expiry_expired(&c->clock, e))
