@@ -96,6 +96,10 @@ known_flag(char cmd, unsigned char f)
 	       !(cmd == 'g' && (f == 'h' || f == 'l'));
 }
 
+#define META_TOKENS_MAX 20
+_Static_assert(META_TOKENS_MAX - 3 <= CACHED_META_FLAGS,
+               "order[] holds every flag a line within the limit has");
+
 enum cached_parse
 cached_meta_parse(const char *line, size_t len, struct cached_meta *m,
                   const char **error)
@@ -135,8 +139,10 @@ cached_meta_parse(const char *line, size_t len, struct cached_meta *m,
 			m->has_data = true;
 		}
 	}
-	/* memcached's limit: 20 tokens, the line's end counted as one. */
-	if (n + 1 > 20) {
+	/* memcached's limit: META_TOKENS_MAX tokens, the line's end counted
+	 * as one.  It also keeps order[] in bounds: at most
+	 * META_TOKENS_MAX - 3 flags follow the command and the key. */
+	if (n + 1 > META_TOKENS_MAX) {
 		*error = m->cmd == 'g' ? "options flags are too long"
 		                       : "options flags too long";
 		return CACHED_PARSE_CLIENT_ERROR;
