@@ -346,10 +346,11 @@ cbf_add_hash(struct admit_cbf *f, uint64_t h)
 }
 
 void
-cbf_prefetch_hash(const struct admit_cbf *f, uint64_t h)
+cbf_prefetch_batch(const struct admit_cbf *f, const uint64_t *h, size_t n)
 {
 	/* The block locate() picks, and nothing else of the key. */
-	__builtin_prefetch(block_of(f, h), 1);
+	for (size_t i = 0; i < n; i++)
+		__builtin_prefetch(block_of(f, h[i]), 1);
 }
 
 /*
