@@ -168,6 +168,7 @@ read_path(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	enum admit_status st = ADMIT_NOTFOUND;
 	_Atomic unsigned long *r = admit_rcu_read_begin();
 	struct entry *e = shard_lookup(s, h, key, klen);
+	bool watched;
 
 	if (e && admit_expiry_expired(&c->clock, e))
 		e = NULL;
@@ -177,9 +178,14 @@ read_path(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 		admit_rcu_read_end(r);
 		return st;
 	}
+	/* Whether the adaptation watches h: a hit's entry holds the answer
+	 * (caller_records: the watched keys are those whose records are
+	 * the caller's, adapt.h), read before the section ends; a miss
+	 * asks. */
+	watched = e && e->caller_records;
 	shard_note_access(s, e);
 	admit_rcu_read_end(r);
-	if (admit_adapt_watches(c->adapt, h))
+	if (e ? watched : admit_adapt_watches(c->adapt, h))
 		c->adapt->ops->on_get(c->adapt, h, e != NULL);
 	return st;
 }
