@@ -218,6 +218,11 @@ copy_read(struct admit_lru *c, bool hashed, uint64_t h, const void *key,
 
 	if (!c || !vlen || !admit_key_ok(key, klen) || (!buf && bufsize))
 		return ADMIT_EINVAL;
+	/* An 8-byte key (an integer id, the commonest) on a path of its own,
+	 * where its hash and compare are those of a constant length. */
+	if (klen == sizeof(uint64_t))
+		return read_path(c, hashed ? h : shard_hash(c, key, sizeof(uint64_t)),
+		                 key, sizeof(uint64_t), traced, copy_value, &x);
 	return read_path(c, hashed ? h : shard_hash(c, key, klen), key, klen,
 	                 traced, copy_value, &x);
 }
@@ -266,6 +271,9 @@ admit_lru_get_with_hashed(struct admit_lru *c, uint64_t h, const void *key,
 
 	if (!c || !fn || !admit_key_ok(key, klen))
 		return ADMIT_EINVAL;
+	if (klen == sizeof(uint64_t))  /* as in copy_read() */
+		return read_path(c, h, key, sizeof(uint64_t), true, hand_value,
+		                 &r);
 	return read_path(c, h, key, klen, true, hand_value, &r);
 }
 
