@@ -125,7 +125,24 @@ tracked_op(struct thr *t)
 		e->result = (uint8_t)admit_cuckoo_delete(r->f, key, 8);
 		break;
 	default:
-		e->result = admit_cuckoo_contains(r->f, key, 8);
+		if (x >> 63) {
+			e->result = admit_cuckoo_contains(r->f, key, 8);
+		} else {
+			/* A batch of 1 to 4 tracked keys, this one at a
+			 * random place: each key's lookup falls within the
+			 * call, so it is checked with the call's interval. */
+			const void *keys[4];
+			size_t lens[4] = { 8, 8, 8, 8 };
+			bool out[4];
+			unsigned n = 1 + (unsigned)(x >> 40) % 4;
+			unsigned at = (unsigned)(x >> 44) % n;
+
+			for (unsigned i = 0; i < n; i++)
+				keys[i] = &r->keys[(k + 1 + i) % r->o->keys];
+			keys[at] = key;
+			admit_cuckoo_contains_many(r->f, n, keys, lens, out);
+			e->result = out[at];
+		}
 		break;
 	}
 	e->res = atomic_fetch_add(&r->clock, 1);
