@@ -364,8 +364,8 @@ admit_tinylfu_admit_hash(struct admit_tinylfu *t, uint64_t candidate,
 	if (!t)
 		return false;
 	ce = admit_tinylfu_estimate_hash(t, candidate);
-	/* warm >= 1: a candidate never seen loses whatever the victim's
-	 * estimate, which is then not needed. */
+	/* An estimate of 0 cannot beat the victim's and is below warm (at
+	 * least 1): the candidate loses, the victim's estimate unneeded. */
 	if (ce == 0)
 		return false;
 	ve = admit_tinylfu_estimate_hash(t, victim);
