@@ -60,7 +60,7 @@ stamp(struct admit_policy *p, struct admit_policy_node *n)
 	n->stamp = ++p->clock;
 }
 
-static void
+static inline void
 add(struct admit_policy *p, struct admit_policy_node *n, enum admit_policy_seg k)
 {
 	n->seg = (uint8_t)k;
@@ -69,7 +69,7 @@ add(struct admit_policy *p, struct admit_policy_node *n, enum admit_policy_seg k
 	push_mru(&p->seg[k], n);
 }
 
-static void
+static inline void
 take(struct admit_policy *p, struct admit_policy_node *n)
 {
 	node_unlink(n);
@@ -87,7 +87,7 @@ touch(struct admit_policy *p, struct admit_policy_node *n)
 }
 
 /* Moves n to the MRU end of segment k. */
-static void
+static inline void
 move(struct admit_policy *p, struct admit_policy_node *n, enum admit_policy_seg k)
 {
 	take(p, n);
@@ -183,7 +183,7 @@ admit_policy_ghost_bytes(const struct admit_policy *p)
 }
 
 /* Remembers an evicted node's key and stamp. */
-static void
+static inline void
 ghost_put(struct admit_policy *p, const struct admit_policy_node *n)
 {
 	uint64_t h;
@@ -391,7 +391,7 @@ admit_policy_remove(struct admit_policy *p, struct admit_policy_node *n)
 
 /* Main's victim: probation's LRU entry, else protected's, else the
  * window's. */
-static struct admit_policy_node *
+static inline struct admit_policy_node *
 victim_of(struct admit_policy *p)
 {
 	struct admit_policy_node *v = lru_of(p, ADMIT_SEG_PROBATION);
@@ -403,7 +403,7 @@ victim_of(struct admit_policy *p)
 	return v;
 }
 
-static void
+static inline void
 drop(struct admit_policy *p, struct admit_policy_node *n, bool rejected)
 {
 	take(p, n);

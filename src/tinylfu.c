@@ -393,6 +393,10 @@ admit_tinylfu_admit_hash(struct admit_tinylfu *t, uint64_t candidate,
 	if (!t)
 		return false;
 	ce = admit_tinylfu_estimate_hash(t, candidate);
+	/* An estimate of 0 cannot beat the victim's and is below warm (at
+	 * least 1): the candidate loses, the victim's estimate unneeded. */
+	if (ce == 0)
+		return false;
 	ve = admit_tinylfu_estimate_hash(t, victim);
 	if (ce > ve)
 		return true;

@@ -30,7 +30,7 @@ import argparse
 import gzip
 import lzma
 import random
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 
 
 def load(path):
@@ -57,16 +57,20 @@ def hit_ratio(keys, size, sample_factor, doorkeeper, rng=None):
     main = size - window_max
     protected_max = main // 100 * 80 + main % 100 * 80 // 100
     window, probation, protected = OrderedDict(), OrderedDict(), OrderedDict()
-    freq, door = Counter(), set()
+    # A plain dict, not a Counter: a Counter's missing key costs a Python
+    # call on every read.
+    freq, door = {}, set()
     sample = sample_factor * size
     hits = 0
     for n, k in enumerate(keys, 1):
         if doorkeeper and k not in door:
             door.add(k)
-        elif freq[k] < 15:
-            freq[k] += 1
+        else:
+            f = freq.get(k, 0)
+            if f < 15:
+                freq[k] = f + 1
         if n % sample == 0:
-            freq = Counter({x: c // 2 for x, c in freq.items() if c > 1})
+            freq = {x: c // 2 for x, c in freq.items() if c > 1}
             door.clear()
         if k in window:
             window.move_to_end(k)
@@ -85,8 +89,8 @@ def hit_ratio(keys, size, sample_factor, doorkeeper, rng=None):
                 if len(window) + len(probation) + len(protected) <= size:
                     continue
                 victim = next(iter(probation))
-                ce = freq[cand] + (cand in door)
-                wins = ce > freq[victim] + (victim in door) or \
+                ce = freq.get(cand, 0) + (cand in door)
+                wins = ce > freq.get(victim, 0) + (victim in door) or \
                     (rng is not None and ce >= 6 and rng.getrandbits(7) == 0)
                 loser = victim if victim != cand and wins else cand
                 del probation[loser]

@@ -5,20 +5,23 @@
 # under $top_builddir/modules/redis/valkey the first time (about 3 minutes
 # on 2 cores) and reusing it after.  With "noopt", the server alone as
 # upstream's `make noopt` builds it (-O0, no LTO), with the same jemalloc
-# linked statically but compiled at -Og without debug information (its
-# -O3 -g3 is most of the build's time, and -Og compiles faster than -O0,
-# which its forced inlining bloats), under modules/redis/valkey-noopt:
-# what make check loads the module into; benchmarks take the optimised
-# build.  Exits 77, saying why, when the source is absent (a user's clone
-# has no ../shared); 1 if the build fails.
+# linked statically, under modules/redis/valkey-noopt: what make check
+# loads the module into; benchmarks take the optimised build.  To build
+# faster, nothing in it carries debug information: the server, hiredis
+# and Lua at -O0 without -g (upstream: -g -ggdb, Lua at -O2), jemalloc at
+# -Og -g0 (upstream: -O3 -g3; -Og compiles faster than -O0, which its
+# forced inlining bloats).  Exits 77, saying why, when the source is
+# absent (a user's clone has no ../shared); 1 if the build fails.
 : "${top_srcdir:=.}" "${top_builddir:=.}"
 tarball=$top_srcdir/../shared/src/valkey-8.0.1.tar.gz
 dir=$top_builddir/modules/redis/valkey
 case ${1:-} in
 noopt)
 	dir=$dir-noopt
-	set -- OPTIMIZATION=-O0 JEMALLOC_CFLAGS="-Og -g0 -fno-unroll-loops" \
-		valkey-server
+	# LUA_CFLAGS: deps/Makefile's own flags, with -O0 for its -O2.
+	set -- OPTIMIZATION=-O0 DEBUG= DEBUG_FLAGS= \
+		LUA_CFLAGS="-Wall -DLUA_ANSI -DENABLE_CJSON_GLOBAL -DLUA_USE_MKSTEMP -O0" \
+		JEMALLOC_CFLAGS="-Og -g0 -fno-unroll-loops" valkey-server
 	;;
 *) set -- ;;
 esac
