@@ -68,6 +68,9 @@ struct admit_cuckoo {
 	bool (*contains_key)(const struct admit_cuckoo *f, const void *key);
 	/* The same for admit_cuckoo_insert(). */
 	enum admit_status (*insert_key)(struct admit_cuckoo *f, const void *key);
+	/* Both above and admit_cuckoo_contains_many() run the copies
+	 * compiled for BMI2 (x86-64 CPUs that have it; cuckoo.c). */
+	bool bmi2;
 	uint64_t capacity;
 	uint64_t seed;
 	/* How an 8-byte key is hashed, fixed by the snapshot format's

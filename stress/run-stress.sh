@@ -85,6 +85,10 @@ run stress_linear-8 'rounds in|filter stats' "$b/stress/stress_linear" --bits 8 
 # 128 buckets: the power-of-two lookup path.
 run stress_linear-8-pow2 'rounds in|filter stats' "$b/stress/stress_linear" --bits 8 \
 	--capacity 486 --seconds "$per" $seed
+# The same on the lookups compiled without BMI2 (x86-64 runs the BMI2 ones
+# where the CPU has them).
+run stress_linear-8-pow2-nobmi2 'rounds in|filter stats' env ADMIT_NO_BMI2=1 \
+	"$b/stress/stress_linear" --bits 8 --capacity 486 --seconds "$per" $seed
 run stress_linear_broken-caught '^broken build caught' \
 	env top_builddir="$b" sh "$(dirname "$0")/broken-caught.sh" 30
 run stress_snapshot 'saves' \

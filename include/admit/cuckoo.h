@@ -66,6 +66,9 @@ struct admit_cuckoo_config {
  * rate below 8 / 2^16 (0.012 %); 8-bit fingerprints give 8.4 bits per item and
  * at most 8 / 2^8 (3.1 %).  Counting mode keeps a 12-bit fingerprint and a
  * 4-bit saturating counter per slot (16.8 bits per item, at most 8 / 2^12).
+ * On x86-64 CPUs with BMI2 the filter runs lookups and inserts compiled for
+ * BMI2, unless the environment variable ADMIT_NO_BMI2 is set (read here,
+ * once per filter; the results are the same either way).
  *
  * Errors: ADMIT_EINVAL if cfg or out is NULL, the capacity is 0 or above
  * ADMIT_CUCKOO_MAX_CAPACITY, the fingerprint width is not 8 or 16 (16 only
