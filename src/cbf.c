@@ -60,14 +60,24 @@ positions(uint64_t h)
 	return (struct cbf_positions){ .h = h };
 }
 
+#define POS_PER_WORD (64 / POS_BITS)
+
+/* Word j (1, 2, ...) of h's stream: positions j * 9 - 9 onwards, 7 bits
+ * each from the lowest. */
+static inline uint64_t
+position_word(uint64_t h, unsigned j)
+{
+	return admit_mix64(h + j * ADMIT_GOLDEN64);
+}
+
 static inline unsigned
 next_position(struct cbf_positions *s)
 {
 	unsigned p;
 
 	if (s->left == 0) {
-		s->bits = admit_mix64(s->h + ++s->word * ADMIT_GOLDEN64);
-		s->left = 64 / POS_BITS;
+		s->bits = position_word(s->h, ++s->word);
+		s->left = POS_PER_WORD;
 	}
 	p = s->bits & (BLOCK_COUNTERS - 1);
 	s->bits >>= POS_BITS;
@@ -135,19 +145,24 @@ locate(const struct admit_cbf *f, uint64_t h, struct cbf_key *key)
 static inline unsigned
 key_min(const struct cbf_key *key, unsigned k, bool stop_at_zero)
 {
-	struct cbf_positions s = positions(key->h);
 	_Atomic uint64_t *block = key->block; /* kept in a register */
 	unsigned min = ADMIT_CBF_COUNTER_MAX;
 
-	for (unsigned i = 0; i < k; i++) {
-		unsigned p = next_position(&s);
-		/* relaxed: see the file comment. */
-		unsigned c = counter_in(atomic_load_explicit(&block[p / 16],
-		                                             memory_order_relaxed), p);
+	/* next_position()'s stream, a word at a time. */
+	for (unsigned j = 1; k; j++) {
+		uint64_t bits = position_word(key->h, j);
+		unsigned n = k < POS_PER_WORD ? k : POS_PER_WORD;
 
-		if (stop_at_zero && c == 0)
-			return 0;
-		min = c < min ? c : min;
+		for (k -= n; n; n--, bits >>= POS_BITS) {
+			unsigned p = (unsigned)bits & (BLOCK_COUNTERS - 1);
+			/* relaxed: see the file comment. */
+			unsigned c = counter_in(atomic_load_explicit(
+			        &block[p / 16], memory_order_relaxed), p);
+
+			if (stop_at_zero && c == 0)
+				return 0;
+			min = c < min ? c : min;
+		}
 	}
 	return min;
 }
@@ -331,10 +346,11 @@ cbf_add_hash(struct admit_cbf *f, uint64_t h)
 }
 
 void
-cbf_prefetch_hash(const struct admit_cbf *f, uint64_t h)
+cbf_prefetch_batch(const struct admit_cbf *f, const uint64_t *h, size_t n)
 {
 	/* The block locate() picks, and nothing else of the key. */
-	__builtin_prefetch(block_of(f, h), 1);
+	for (size_t i = 0; i < n; i++)
+		__builtin_prefetch(block_of(f, h[i]), 1);
 }
 
 /*
@@ -349,25 +365,31 @@ bool
 cbf_add_if_absent_hash(struct admit_cbf *f, uint64_t h)
 {
 	struct cbf_key key;
-	struct cbf_positions s;
 	bool absent = false;
+	unsigned k = f->k; /* read once: the CAS below is a compiler barrier */
 
 	locate(f, h, &key);
-	s = positions(key.h);
-	for (unsigned i = 0; i < f->k; i++) {
-		unsigned p = next_position(&s);
-		_Atomic uint64_t *w = &key.block[p / 16];
-		/* relaxed: see the file comment. */
-		uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+	/* next_position()'s stream, a word at a time. */
+	for (unsigned j = 1; k; j++) {
+		uint64_t bits = position_word(key.h, j);
+		unsigned n = k < POS_PER_WORD ? k : POS_PER_WORD;
 
-		while (counter_in(v, p) == 0) {
-			absent = true;
-			/* relaxed: see the file comment.  The counter is 0: the
-			 * add cannot carry. */
-			if (atomic_compare_exchange_weak_explicit(
-			        w, &v, v + (1ull << (p % 16 * 4)),
-			        memory_order_relaxed, memory_order_relaxed))
-				break;
+		for (k -= n; n; n--, bits >>= POS_BITS) {
+			unsigned p = (unsigned)bits & (BLOCK_COUNTERS - 1);
+			_Atomic uint64_t *w = &key.block[p / 16];
+			/* relaxed: see the file comment. */
+			uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+
+			while (counter_in(v, p) == 0) {
+				absent = true;
+				/* relaxed: see the file comment.  The counter
+				 * is 0: the add cannot carry. */
+				if (atomic_compare_exchange_weak_explicit(
+				        w, &v, v + (1ull << (p % 16 * 4)),
+				        memory_order_relaxed,
+				        memory_order_relaxed))
+					break;
+			}
 		}
 	}
 	return absent;
@@ -474,11 +496,17 @@ admit_cbf_halve(struct admit_cbf *f)
 enum admit_status
 admit_cbf_clear(struct admit_cbf *f)
 {
+	_Atomic uint64_t *w;
+	uint64_t n;
+
 	if (!f)
 		return ADMIT_EINVAL;
-	for (uint64_t i = 0; i < f->blocks * BLOCK_WORDS; i++)
+	/* Read once: the compiler reloads fields after each atomic store. */
+	w = f->words;
+	n = f->blocks * BLOCK_WORDS;
+	for (uint64_t i = 0; i < n; i++)
 		/* relaxed: see the file comment. */
-		atomic_store_explicit(&f->words[i], 0, memory_order_relaxed);
+		atomic_store_explicit(&w[i], 0, memory_order_relaxed);
 	return ADMIT_OK;
 }
 

@@ -7,6 +7,7 @@
 #define ADMIT_CBF_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <admit/cbf.h>
@@ -24,8 +25,8 @@ unsigned cbf_estimate_hash(const struct admit_cbf *f, uint64_t h);
 /* Whether h's estimate is above 0: its counters read until the first at
  * 0. */
 bool cbf_contains_hash(const struct admit_cbf *f, uint64_t h);
-/* Starts loading, for writing, the block an add of h will change. */
-void cbf_prefetch_hash(const struct admit_cbf *f, uint64_t h);
+/* Starts loading, for writing, the blocks adds of h[0..n) will change. */
+void cbf_prefetch_batch(const struct admit_cbf *f, const uint64_t *h, size_t n);
 
 /* For tests: the indexes (0 .. m-1) of key's k counters, in hash order and
  * with any repeats, and the value of one counter. */

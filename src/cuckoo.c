@@ -1420,20 +1420,22 @@ admit_cuckoo_delete(struct admit_cuckoo *f, const void *key, size_t len)
 	return st;
 }
 
+/* A counting bucket with every counter halved and the slots whose counter
+ * falls to 0 emptied, the four lanes at once; *emptied: how many of its
+ * slots that emptied. */
 static uint64_t
-halve_bucket(const struct admit_cuckoo *f, uint64_t b, unsigned *emptied)
+halve_bucket(uint64_t b, unsigned *emptied)
 {
-	for (unsigned s = 0; s < CUCKOO_SLOTS; s++) {
-		uint64_t v = slot_get(f, b, s);
-		uint64_t c = (v & COUNTER_MAX) >> 1;
+	const uint64_t counters = CUCKOO_COUNTING_ONES * COUNTER_MAX;
+	const uint64_t low = CUCKOO_COUNTING_HIGH - CUCKOO_COUNTING_ONES;
+	uint64_t half = (b & counters) >> 1 & counters;
+	/* One high bit per lane: the slot is used; its halved counter is 0. */
+	uint64_t used = (((b & low) + low) | b) & CUCKOO_COUNTING_HIGH;
+	uint64_t gone = ~(half + low) & CUCKOO_COUNTING_HIGH;
 
-		if (v == 0)
-			continue;
-		if (c == 0)
-			++*emptied;
-		b = slot_set(f, b, s, c ? (v & ~(uint64_t)COUNTER_MAX) | c : 0);
-	}
-	return b;
+	/* The lanes' flags summed into the top lane by one multiply. */
+	*emptied = (unsigned)(((used & gone) >> 15) * CUCKOO_COUNTING_ONES >> 48);
+	return ((b & ~counters) | half) & ~((gone >> 15) * 0xffffu);
 }
 
 enum admit_status
@@ -1446,7 +1448,7 @@ admit_cuckoo_halve(struct admit_cuckoo *f)
 	atomic_fetch_add_explicit(&f->halving, 1, memory_order_relaxed);
 	for (uint32_t i = 0; i < f->m; i++) {
 		_Atomic uint32_t *s = &f->seq[i & f->stripe_mask];
-		unsigned emptied = 0;
+		unsigned emptied;
 		uint64_t b;
 
 		/* An empty bucket needs no lock; an entry that lands in it after
@@ -1455,7 +1457,7 @@ admit_cuckoo_halve(struct admit_cuckoo *f)
 			continue;
 		stripe_lock(s);
 		b = bucket_load(f, i);
-		bucket_store(f, i, halve_bucket(f, b, &emptied));
+		bucket_store(f, i, halve_bucket(b, &emptied));
 		stat_add_locked(&stats_of(f, i)->items, -(int64_t)emptied);
 		stripe_unlock(s);
 	}

@@ -257,24 +257,27 @@ tinylfu_place_of(const struct admit_tinylfu *t, uint64_t h)
 }
 
 void
-tinylfu_prefetch_hash(const struct admit_tinylfu *t, uint64_t h,
-                      struct tinylfu_place pl, struct tinylfu_where *w)
+tinylfu_prefetch_batch(const struct admit_tinylfu *t, const uint64_t *h,
+                       const struct tinylfu_place *pl, size_t n,
+                       struct tinylfu_where *w)
 {
-	cbf_prefetch_hash(t->door, h);
-	cuckoo_pos_at(t->freq, pl.i1, pl.fp, 16 - COUNTER_BITS, &w->p);
-	__builtin_prefetch(cuckoo_bucket_addr(t->freq, w->p.i1), 1);
-	__builtin_prefetch(cuckoo_bucket_addr(t->freq, w->p.i2), 1);
+	const struct admit_cuckoo *freq = t->freq;
+
+	cbf_prefetch_batch(t->door, h, n);
+	for (size_t i = 0; i < n; i++) {
+		cuckoo_pos_at(freq, pl[i].i1, pl[i].fp, 16 - COUNTER_BITS, &w[i].p);
+		__builtin_prefetch(cuckoo_bucket_addr(freq, w[i].p.i1), 1);
+		__builtin_prefetch(cuckoo_bucket_addr(freq, w[i].p.i2), 1);
+	}
 }
 
-/* The record of h, whose place in the frequency store is p: inlined in
- * each caller, the drain's among them, one call fewer a record. */
+/* The store's and the doorkeeper's part of the record of h, whose place in
+ * the frequency store is p. */
 static inline __attribute__((always_inline)) void
-record_at(struct admit_tinylfu *t, uint64_t h, const struct cuckoo_pos *p)
+count_at(struct admit_tinylfu *t, uint64_t h, const struct cuckoo_pos *p)
 {
 	struct cuckoo_counter c;
 	bool found = cuckoo_counter_find(t->freq, p, &c);
-	struct tlfu_stripe *s;
-	uint64_t n;
 
 	/* A key whose count is at its maximum (under skew, most records: the
 	 * hot keys) changes nothing, and is in the doorkeeper since it was
@@ -286,13 +289,18 @@ record_at(struct admit_tinylfu *t, uint64_t h, const struct cuckoo_pos *p)
 	    !cbf_add_if_absent_hash(t->door, h) &&
 	    !(found && cuckoo_counter_increment(t->freq, &c)))
 		count(t, p);
+}
 
-	s = stripe_of_thread(t);
-	/* relaxed: a count; the aging it triggers synchronises by itself. */
-	n = atomic_fetch_add_explicit(&s->records, 1, memory_order_relaxed) + 1;
+/* After the record that brought a stripe's count to n: the batch folded
+ * into the total when n completes one, and the structures aged when the
+ * total crosses a multiple of W. */
+static inline __attribute__((always_inline)) void
+tally(struct admit_tinylfu *t, uint64_t n)
+{
 	/* A mask, not a division: tens of cycles on every record. */
 	if ((n & (t->batch - 1)) == 0) {
-		/* relaxed: as above. */
+		/* relaxed: a count; the aging it triggers synchronises by
+		 * itself. */
 		uint64_t old = atomic_fetch_add_explicit(&t->total, t->batch,
 		                                         memory_order_relaxed);
 
@@ -306,11 +314,32 @@ record_at(struct admit_tinylfu *t, uint64_t h, const struct cuckoo_pos *p)
 	}
 }
 
-void
-tinylfu_record_where(struct admit_tinylfu *t, uint64_t h,
-                     const struct tinylfu_where *w)
+static inline __attribute__((always_inline)) void
+record_at(struct admit_tinylfu *t, uint64_t h, const struct cuckoo_pos *p)
 {
-	record_at(t, h, &w->p);
+	count_at(t, h, p);
+	/* relaxed: as in tally(). */
+	tally(t, atomic_fetch_add_explicit(&stripe_of_thread(t)->records, 1,
+	                                   memory_order_relaxed) + 1);
+}
+
+void
+tinylfu_record_batch(struct admit_tinylfu *t, const uint64_t *h,
+                     const struct tinylfu_where *w, size_t n)
+{
+	uint64_t base;
+
+	if (n == 0)
+		return;
+	/* The stripe's n counts taken at once, one locked add instead of n:
+	 * record i is the one that brought it to base + i + 1.  relaxed: as
+	 * in tally(). */
+	base = atomic_fetch_add_explicit(&stripe_of_thread(t)->records, n,
+	                                 memory_order_relaxed);
+	for (size_t i = 0; i < n; i++) {
+		count_at(t, h[i], &w[i].p);
+		tally(t, base + i + 1);
+	}
 }
 
 enum admit_status

@@ -2,12 +2,13 @@
  * tinylfu_internal.h - what tinylfu.c offers the rest of the library beyond
  * its public header, never exported: the switch admit_lru's adaptive policy
  * uses to run the real cache's sketch in either of the two modes its
- * miniature simulation compares, and the drain's prefetch.
+ * miniature simulation compares, and the drain's batched records.
  */
 #ifndef ADMIT_TINYLFU_INTERNAL_H
 #define ADMIT_TINYLFU_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <admit/tinylfu.h>
@@ -29,7 +30,7 @@ void admit_tinylfu_set_steady(struct admit_tinylfu *t, bool steady);
 uint64_t tinylfu_seed(const struct admit_tinylfu *t);
 
 /* Where a hash's record lands in the frequency store, found once by
- * tinylfu_prefetch_hash() for tinylfu_record_where(). */
+ * tinylfu_prefetch_batch() for tinylfu_record_batch(). */
 struct tinylfu_where {
 	struct cuckoo_pos p;
 };
@@ -48,19 +49,21 @@ struct tinylfu_place tinylfu_place_of(const struct admit_tinylfu *t,
                                       uint64_t h);
 
 /*
- * Starts loading, for writing, the lines admit_tinylfu_record_hash(t, h)
- * will touch (the doorkeeper's block and the frequency store's two
- * buckets), so that a caller about to record a batch of hashes overlaps
- * their cache misses (admit_lru's drain), and fills *w for
- * tinylfu_record_where().  pl is tinylfu_place_of(t, h).  Changes nothing;
- * t not NULL.
+ * Starts loading, for writing, the lines the records of h[0..n) will touch
+ * (each hash's doorkeeper block and frequency store buckets), so that a
+ * caller about to record a batch overlaps their cache misses (admit_lru's
+ * drain), and fills w[0..n) for tinylfu_record_batch().  pl[i] is
+ * tinylfu_place_of(t, h[i]).  Changes nothing; t not NULL.
  */
-void tinylfu_prefetch_hash(const struct admit_tinylfu *t, uint64_t h,
-                           struct tinylfu_place pl, struct tinylfu_where *w);
+void tinylfu_prefetch_batch(const struct admit_tinylfu *t, const uint64_t *h,
+                            const struct tinylfu_place *pl, size_t n,
+                            struct tinylfu_where *w);
 
-/* admit_tinylfu_record_hash(t, h) with *w from tinylfu_prefetch_hash(t, h,
- * w) (the store's buckets never move, so *w stays right); t not NULL. */
-void tinylfu_record_where(struct admit_tinylfu *t, uint64_t h,
-                          const struct tinylfu_where *w);
+/* admit_tinylfu_record_hash(t, h[i]) for i = 0 .. n-1 in order, with w
+ * from tinylfu_prefetch_batch() (the store's buckets never move, so w stays
+ * right); an aging falls between the same two records as it would there.
+ * t not NULL. */
+void tinylfu_record_batch(struct admit_tinylfu *t, const uint64_t *h,
+                          const struct tinylfu_where *w, size_t n);
 
 #endif /* ADMIT_TINYLFU_INTERNAL_H */

@@ -24,9 +24,11 @@ START_TEST(test_full_and_order)
 	r = admit_readbuf_mine(b);
 	ck_assert_ptr_eq(admit_readbuf_mine(b), r);  /* one ring a thread */
 	for (uintptr_t i = 0; i < ADMIT_READBUF_SLOTS; i++) {
-		ck_assert(admit_readbuf_push(r, i * 8));
+		uint64_t end = admit_readbuf_push(r, i * 8);
+
+		ck_assert_uint_eq(end, i + 1);
 		/* The drain's cue after each half ring's last push. */
-		ck_assert(admit_readbuf_due(r) ==
+		ck_assert(admit_readbuf_due(end) ==
 		          ((i + 1) % (ADMIT_READBUF_SLOTS / 2) == 0));
 	}
 	ck_assert(!admit_readbuf_push(r, 1));

@@ -113,22 +113,31 @@ START_TEST(test_record_estimate)
 }
 END_TEST
 
-/* A record located by the place and the prefetch (admit_lru's entries and
- * drain) is the record admit_tinylfu_record_hash() makes: two sketches of
- * one seed, fed one skewed stream each way past an aging, estimate every
- * key alike. */
-START_TEST(test_record_where)
+/* Records made in batches located by the places and the prefetch
+ * (admit_lru's entries and drain) are the records
+ * admit_tinylfu_record_hash() makes one by one: two sketches of one seed,
+ * fed one skewed stream each way past agings that fall inside batches
+ * (W = 1,000, batches of 1 to 45 records), estimate every key alike. */
+START_TEST(test_record_batch)
 {
 	struct admit_tinylfu *a = make(100, 0, 0), *b = make(100, 0, 0);
 	struct admit_tinylfu_stats sa, sb;
+	uint64_t h[45];
+	struct tinylfu_place pl[45];
+	struct tinylfu_where w[45];
+	uint64_t i = 0;
 
-	for (uint64_t i = 0; i < 3000; i++) {
-		uint64_t h = admit_tinylfu_hash(a, KEY(i % 7 ? i % 37 : i));
-		struct tinylfu_where w;
+	for (size_t n = 1; i < 3000; n = n % 45 + 1) {
+		size_t k = 0;
 
-		ck_assert_int_eq(admit_tinylfu_record_hash(a, h), ADMIT_OK);
-		tinylfu_prefetch_hash(b, h, tinylfu_place_of(b, h), &w);
-		tinylfu_record_where(b, h, &w);
+		for (; k < n && i < 3000; k++, i++) {
+			h[k] = admit_tinylfu_hash(a, KEY(i % 7 ? i % 37 : i));
+			pl[k] = tinylfu_place_of(b, h[k]);
+			ck_assert_int_eq(admit_tinylfu_record_hash(a, h[k]),
+			                 ADMIT_OK);
+		}
+		tinylfu_prefetch_batch(b, h, pl, k, w);
+		tinylfu_record_batch(b, h, w, k);
 	}
 	admit_tinylfu_stats(a, &sa);
 	admit_tinylfu_stats(b, &sb);
@@ -136,7 +145,7 @@ START_TEST(test_record_where)
 	ck_assert_uint_eq(sb.records, 3000);
 	ck_assert_uint_eq(sb.agings, sa.agings);
 	ck_assert_uint_ge(sa.agings, 2);
-	for (uint64_t i = 0; i < 3000; i++)
+	for (i = 0; i < 3000; i++)
 		ck_assert_uint_eq(admit_tinylfu_estimate(b, KEY(i)),
 		                  admit_tinylfu_estimate(a, KEY(i)));
 	ck_assert_uint_gt(admit_tinylfu_estimate(a, KEY(1)), 1);
@@ -516,7 +525,7 @@ main(void)
 
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_record_estimate);
-	tcase_add_test(tc, test_record_where);
+	tcase_add_test(tc, test_record_batch);
 	tcase_add_test(tc, test_counter_count);
 	tcase_add_test(tc, test_aging);
 	tcase_add_test(tc, test_steady);

@@ -168,6 +168,7 @@ read_path(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	enum admit_status st = ADMIT_NOTFOUND;
 	_Atomic unsigned long *r = admit_rcu_read_begin();
 	struct entry *e = shard_lookup(s, h, key, klen);
+	bool watched;
 
 	if (e && admit_expiry_expired(&c->clock, e))
 		e = NULL;
@@ -177,9 +178,14 @@ read_path(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 		admit_rcu_read_end(r);
 		return st;
 	}
+	/* Whether the adaptation watches h: a hit's entry holds the answer
+	 * (caller_records: the watched keys are those whose records are
+	 * the caller's, adapt.h), read before the section ends; a miss
+	 * asks. */
+	watched = e && e->caller_records;
 	shard_note_access(s, e);
 	admit_rcu_read_end(r);
-	if (admit_adapt_watches(c->adapt, h))
+	if (e ? watched : admit_adapt_watches(c->adapt, h))
 		c->adapt->ops->on_get(c->adapt, h, e != NULL);
 	return st;
 }
@@ -212,6 +218,11 @@ copy_read(struct admit_lru *c, bool hashed, uint64_t h, const void *key,
 
 	if (!c || !vlen || !admit_key_ok(key, klen) || (!buf && bufsize))
 		return ADMIT_EINVAL;
+	/* An 8-byte key (an integer id, the commonest) on a path of its own,
+	 * where its hash and compare are those of a constant length. */
+	if (klen == sizeof(uint64_t))
+		return read_path(c, hashed ? h : shard_hash(c, key, sizeof(uint64_t)),
+		                 key, sizeof(uint64_t), traced, copy_value, &x);
 	return read_path(c, hashed ? h : shard_hash(c, key, klen), key, klen,
 	                 traced, copy_value, &x);
 }
@@ -260,6 +271,9 @@ admit_lru_get_with_hashed(struct admit_lru *c, uint64_t h, const void *key,
 
 	if (!c || !fn || !admit_key_ok(key, klen))
 		return ADMIT_EINVAL;
+	if (klen == sizeof(uint64_t))  /* as in copy_read() */
+		return read_path(c, h, key, sizeof(uint64_t), true, hand_value,
+		                 &r);
 	return read_path(c, h, key, klen, true, hand_value, &r);
 }
 

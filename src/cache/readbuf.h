@@ -81,8 +81,9 @@ admit_readbuf_mine(struct admit_readbuf *b)
 	return &b->ring[k - 1];
 }
 
-/* Queues ev; false when the ring is full. */
-static inline bool
+/* Queues ev; returns the ring position after it (at least 1), or 0 when
+ * the ring is full. */
+static inline uint64_t
 admit_readbuf_push(struct admit_readbuf_ring *r, uintptr_t ev)
 {
 	/* relaxed: a slot's seq, not tail, hands the event over; tail only
@@ -105,10 +106,10 @@ admit_readbuf_push(struct admit_readbuf_ring *r, uintptr_t ev)
 				/* release: pairs with the acquire in
 				 * admit_readbuf_take(). */
 				atomic_store_explicit(&sl->seq, pos + 1, memory_order_release);
-				return true;
+				return pos + 1;
 			}
 		} else if ((int64_t)(seq - pos) < 0) {
-			return false;  /* the slot still holds the event of a lap ago */
+			return 0;  /* the slot still holds the event of a lap ago */
 		} else {
 			/* relaxed: as above. */
 			pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
@@ -116,16 +117,14 @@ admit_readbuf_push(struct admit_readbuf_ring *r, uintptr_t ev)
 	}
 }
 
-/* Whether r's pushes have just filled another half ring: the cue for a
- * pusher to try draining (by trylock), so that a ring rarely fills and a
- * read rarely waits for the lock.  A hint only: with another pusher on r,
- * a cue may be seen twice or missed. */
+/* Whether the push that ended at ring position end (its return) filled
+ * another half ring: the cue for its pusher to try draining (by trylock),
+ * so that a ring rarely fills and a read rarely waits for the lock.  Each
+ * half ring cues exactly one push, whoever shares the ring. */
 static inline bool
-admit_readbuf_due(struct admit_readbuf_ring *r)
+admit_readbuf_due(uint64_t end)
 {
-	/* relaxed: a hint, as above. */
-	return (atomic_load_explicit(&r->tail, memory_order_relaxed) &
-	        (ADMIT_READBUF_SLOTS / 2 - 1)) == 0;
+	return (end & (ADMIT_READBUF_SLOTS / 2 - 1)) == 0;
 }
 
 /* Takes up to ADMIT_READBUF_SLOTS of r's events, in order, into ev, up to

@@ -67,18 +67,22 @@ drain_records(const struct admit_lru *c, const struct entry *e)
 	return e && c->tlfu && !e->caller_records;
 }
 
-/* Applies n (at most ADMIT_READBUF_SLOTS) events in order: in two passes,
- * the first starting the cache misses of all of them at once (the entries'
- * list neighbours, the sketch's lines) and locating their records, the
- * second applying them. */
+/* Applies n (at most ADMIT_READBUF_SLOTS) events in order: a first pass
+ * starts the cache misses of all of them at once (the entries' list
+ * neighbours, the sketch's lines) and gathers the TinyLFU records, a
+ * second applies the hits and misses, then the records are made, in the
+ * events' order.  The two kinds commute: a hit's move reads no count, a
+ * record no list. */
 static void apply_events(void *ctx, const uintptr_t *ev, size_t n) ADMIT_NO_TS;
 static void
 apply_events(void *ctx, const uintptr_t *ev, size_t n)
 {
 	struct shard *s = ctx;
 	struct admit_lru *c = s->c;
+	uint64_t h[ADMIT_READBUF_SLOTS];
+	struct tinylfu_place pl[ADMIT_READBUF_SLOTS];
 	struct tinylfu_where where[ADMIT_READBUF_SLOTS];
-	bool rec[ADMIT_READBUF_SLOTS];
+	size_t nrec = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		struct entry *e = (struct entry *)(ev[i] & ~EV_RECORD);
@@ -87,25 +91,28 @@ apply_events(void *ctx, const uintptr_t *ev, size_t n)
 			__builtin_prefetch(e->node.prev, 1);
 			__builtin_prefetch(e->node.next, 1);
 		}
-		rec[i] = drain_records(c, e);
-		if (rec[i])
-			tinylfu_prefetch_hash(c->tlfu, e->hash, e->place,
-			                      &where[i]);
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct entry *e = (struct entry *)(ev[i] & ~EV_RECORD);
-
-		if (!(ev[i] & EV_RECORD)) {
-			if (e && !e->dead)
-				admit_policy_hit(&s->pol, &e->node);
-			if (e)
-				s->st.hits++;
-			else
-				s->st.misses++;
+		if (drain_records(c, e)) {
+			h[nrec] = e->hash;
+			pl[nrec++] = e->place;
 		}
-		if (rec[i])
-			tinylfu_record_where(c->tlfu, e->hash, &where[i]);
 	}
+	if (nrec)
+		tinylfu_prefetch_batch(c->tlfu, h, pl, nrec, where);
+	for (size_t i = 0; i < n; i++) {
+		struct entry *e = (struct entry *)ev[i];
+
+		if (ev[i] & EV_RECORD)
+			continue;
+		if (!e) {
+			s->st.misses++;
+			continue;
+		}
+		if (!e->dead)
+			admit_policy_hit(&s->pol, &e->node);
+		s->st.hits++;
+	}
+	if (nrec)
+		tinylfu_record_batch(c->tlfu, h, where, nrec);
 }
 
 static void drain_locked(struct shard *s) ADMIT_REQUIRES(s->mu);

@@ -149,11 +149,12 @@ static inline void shard_note_access(struct shard *s, struct entry *e)
 static inline void
 shard_note_access(struct shard *s, struct entry *e)
 {
-	struct admit_readbuf_ring *r = admit_readbuf_mine(&s->rb);
+	uint64_t end = admit_readbuf_push(admit_readbuf_mine(&s->rb),
+	                                  (uintptr_t)e);
 
-	if (!admit_readbuf_push(r, (uintptr_t)e))
+	if (!end)
 		shard_note_access_full(s, e);
-	else if (__builtin_expect(admit_readbuf_due(r), 0))
+	else if (__builtin_expect(admit_readbuf_due(end), 0))
 		shard_try_maintain(s);
 }
 
