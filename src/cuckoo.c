@@ -1127,7 +1127,7 @@ add_key(struct admit_cuckoo *f, const void *key, size_t len, enum add_op op)
  * not, each its own function so that each gets its own register
  * allocation and admit_cuckoo_contains() and admit_cuckoo_insert() reach
  * it in one jump.  On x86-64 each comes twice, the second compiled for
- * BMI2 (mulx, rorx, shrx: a lookup three instructions shorter), chosen
+ * BMI2 (mulx, rorx, shrx: a lookup one or two instructions shorter), chosen
  * when the filter is made if the CPU has it.
  */
 #define KEY8_CALLS(sfx, w, tab, pow2, attr)                                   \
