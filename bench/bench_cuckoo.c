@@ -10,7 +10,7 @@
  * holds the keys they look up.  Baselines:
  *   reference    the CoNEXT 2014 authors' cuckoo filter (refcf_set.cc, from
  *                ../shared when configure found it), 1 thread only; its
- *                contains_many row is 16 single lookups;
+ *                contains_many row is single lookups of the same keys;
  *   admit-inline the same filter, lookups by admit_cuckoo_contains_inline()
  *                (admit/cuckoo_inline.h), the rest by the library;
  *   admit-mutex  the same filter behind one global pthread_mutex;
@@ -70,7 +70,8 @@ static const char *op_name[NOPS] = { "insert", "lookup+", "lookup-",
 #define MAX_LIST 8
 #define MAX_REPS 25
 #define MAX_THREADS 256
-#define MANY 16 /* keys per contains_many call */
+#define MANY 16 /* keys per insert_many call, contains_many's default */
+#define MAX_MANY 256 /* largest --many; a power of two divides RING */
 
 static struct {
 	uint64_t n;
@@ -85,9 +86,10 @@ static struct {
 	unsigned threads[MAX_LIST];
 	unsigned loads[MAX_LIST];
 	bool keep;
+	unsigned many;       /* keys per contains_many call */
 	bool want[NKIND];
 } opt = {
-	.n = 16u << 20, .bits = 16, .seconds = 0.2, .seed = 42, .reps = 5,
+	.n = 16u << 20, .bits = 16, .many = MANY, .seconds = 0.2, .seed = 42, .reps = 5,
 	.nthreads = 4, .threads = { 1, 2, 8, 16 },
 	.nloads = 4, .loads = { 50, 75, 90, 95 },
 	.want = { true, true, true, true, true, true, true },
@@ -376,27 +378,27 @@ s_delete(struct subject *s, uint64_t key)
 	}
 }
 
-/* MANY lookups of the keys kp[0..MANY) (pointers to 8-byte keys, which
- * lie in one array); returns the hits.  The reference has no batch call:
- * 16 single lookups. */
+/* Every key's length in a contains_many call: 8 (set by main()). */
+static size_t many_lens[MAX_MANY];
+
+/* opt.many lookups of the keys kp[0..opt.many) (pointers to 8-byte keys,
+ * which lie in one array); returns the hits.  The reference has no batch
+ * call: opt.many single lookups. */
 static inline unsigned
 s_many(struct subject *s, const void *const *kp)
 {
-	static const size_t lens[MANY] = { 8, 8, 8, 8, 8, 8, 8, 8,
-	                                   8, 8, 8, 8, 8, 8, 8, 8 };
-	bool out[MANY];
+	bool out[MAX_MANY];
 	unsigned hits = 0;
-
 #ifdef HAVE_REFCF
 	if (s->kind == S_REF)
-		return (unsigned)bench_ref_contains_pass(s->ref, kp[0], MANY);
+		return (unsigned)bench_ref_contains_pass(s->ref, kp[0], opt.many);
 #endif
 	if (s->kind == S_MUTEX)
 		pthread_mutex_lock(&s->mu);
-	admit_cuckoo_contains_many(s->f, MANY, kp, lens, out);
+	admit_cuckoo_contains_many(s->f, opt.many, kp, many_lens, out);
 	if (s->kind == S_MUTEX)
 		pthread_mutex_unlock(&s->mu);
-	for (int j = 0; j < MANY; j++)
+	for (unsigned j = 0; j < opt.many; j++)
 		hits += out[j];
 	return hits;
 }
@@ -500,8 +502,8 @@ run_timed(struct job *j)
 			switch (j->op) {
 			case OP_MANY:
 				j->hits += s_many(s, j->kp + x);
-				j->ops += MANY - 1;
-				x += MANY - 1;
+				j->ops += opt.many - 1;
+				x += opt.many - 1;
 				break;
 			case OP_MIXED:
 				/* The inserts' fresh keys (1 op in 20) are made
@@ -1014,7 +1016,8 @@ print_table(const double lim[2][2])
 	       reps_done, opt.seconds, (unsigned long long)opt.seed,
 	       opt.cpu_clock ? "cpu" : "wall", ncpu);
 	printf("(ref = the CoNEXT 2014 authors' filter: 1 thread only; its "
-	       "contains_many is 16 single lookups, its insert_many its inserts)\n");
+	       "contains_many is single lookups, its insert_many its inserts)\n"
+	       "contains_many: %u keys a call\n", opt.many);
 	printf("\n%-3s %-4s %-13s %8s", "thr", "load", "op", "admit");
 	for (int b = 0; b < NBASE; b++)
 		printf(" %8s", short_name[base[b]]);
@@ -1150,7 +1153,8 @@ usage(void)
 	        "         [--loads 50,75,90,95] [--seconds S] [--reps R] [--seed S]\n"
 	        "         [--clock wall|cpu] [--progress (a table after every rep)]\n"
 	        "         [--keep (fill each structure once, then only lookups;\n"
-	        "          one load point)]\n"
+	        "          one load point)] [--many K (keys per contains_many\n"
+	        "          call, a power of two up to 256; 16)]\n"
 	        "         [--structures admit,reference,admit-inline,\n"
 	        "                       admit-mutex,bloom,lfht,libcuckoo] [--csv]\n");
 	exit(2);
@@ -1184,6 +1188,8 @@ main(int argc, char **argv)
 			opt.reps = atoi(v);
 		else if (!strcmp(a, "--clock") && (!strcmp(v, "cpu") || !strcmp(v, "wall")))
 			opt.cpu_clock = !strcmp(v, "cpu");
+		else if (!strcmp(a, "--many"))
+			opt.many = (unsigned)atoi(v);
 		else if (!strcmp(a, "--seed"))
 			opt.seed = strtoull(v, NULL, 10);
 		else if (!strcmp(a, "--threads"))
@@ -1202,8 +1208,11 @@ main(int argc, char **argv)
 	if (opt.n < 1024 || opt.n > ADMIT_CUCKOO_MAX_CAPACITY ||
 	    (opt.bits != 8 && opt.bits != 16) || !(opt.seconds > 0) ||
 	    opt.reps < 1 || opt.reps > MAX_REPS || opt.nthreads < 1 || opt.nloads < 1 ||
-	    (opt.keep && opt.nloads != 1))
+	    (opt.keep && opt.nloads != 1) || opt.many < 1 || opt.many > MAX_MANY ||
+	    (opt.many & (opt.many - 1)))
 		usage();
+	for (int j = 0; j < MAX_MANY; j++)
+		many_lens[j] = 8;
 	for (int li = 1; li < opt.nloads; li++)
 		if (opt.loads[li] <= opt.loads[li - 1])
 			usage();

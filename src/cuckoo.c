@@ -661,37 +661,62 @@ bucket_addr_w(const struct admit_cuckoo *f, uint32_t i, unsigned w)
  * enough to cover a ~150 ns miss with the other keys' work. */
 #define BATCH 16
 
+/* Locates keys[0..k) into pos[] and prefetches their buckets; a key that
+ * is not valid gets fp 0, which no key's fingerprint is. */
+static inline __attribute__((always_inline)) void
+locate_group_w(const struct admit_cuckoo *f, size_t k,
+               const void *const keys[], const size_t lens[],
+               struct cuckoo_pos pos[], unsigned w, bool tab, bool pow2)
+{
+	for (size_t j = 0; j < k; j++) {
+		const void *key = keys[j];
+		size_t len = lens[j];
+		uint32_t raw;
+
+		if (!admit_key_ok(key, len)) {
+			pos[j].fp = 0;
+			continue;
+		}
+		/* w != 0: the filter hashes by version 2 (the caller says),
+		 * so an 8-byte key is admit_mul8's. */
+		raw = locate_w(f, w && len == 8 ? admit_mul8(key, f->mul.k, f->mul.s)
+		                                : cuckoo_hash(f, key, len),
+		               w ? w : f->fp_bits, tab, pow2, &pos[j]);
+		if (w == 8) /* lookup_w()'s form; not 0 either */
+			pos[j].fp = f->fps8[raw];
+		__builtin_prefetch(bucket_addr_w(f, pos[j].i1, w));
+		__builtin_prefetch(bucket_addr_w(f, pos[j].i2, w));
+	}
+}
+
+/* Two groups in flight: the next group is located and prefetched before
+ * this one is probed, so that its misses overlap this group's probes
+ * instead of starting after them.  A call of one group (n <= BATCH) is
+ * located, then probed. */
 static inline __attribute__((always_inline)) void
 contains_many_w(const struct admit_cuckoo *f, size_t n,
                 const void *const keys[], const size_t lens[], bool out[],
                 unsigned w, bool tab, bool pow2)
 {
-	struct cuckoo_pos pos[BATCH];
+	struct cuckoo_pos pos[2][BATCH];
+	struct cuckoo_pos *p = pos[0], *q = pos[1], *t;
+	size_t k = n < BATCH ? n : BATCH;
 
-	for (size_t base = 0; base < n; base += BATCH) {
-		size_t k = n - base < BATCH ? n - base : BATCH;
+	locate_group_w(f, k, keys, lens, p, w, tab, pow2);
+	for (size_t base = 0;; base += BATCH) {
+		size_t next = base + BATCH, kn = 0;
 
-		for (size_t j = 0; j < k; j++) {
-			const void *key = keys[base + j];
-			size_t len = lens[base + j];
-			uint32_t raw;
-
-			if (!admit_key_ok(key, len)) {
-				pos[j].fp = 0; /* no key's: marks it invalid */
-				continue;
-			}
-			/* w != 0: the filter hashes by version 2 (the
-			 * caller says), so an 8-byte key is admit_mul8's. */
-			raw = locate_w(f, w && len == 8 ? admit_mul8(key, f->mul.k, f->mul.s)
-			                                : cuckoo_hash(f, key, len),
-			               w ? w : f->fp_bits, tab, pow2, &pos[j]);
-			if (w == 8) /* lookup_w()'s form; not 0 either */
-				pos[j].fp = f->fps8[raw];
-			__builtin_prefetch(bucket_addr_w(f, pos[j].i1, w));
-			__builtin_prefetch(bucket_addr_w(f, pos[j].i2, w));
+		if (next < n) {
+			kn = n - next < BATCH ? n - next : BATCH;
+			locate_group_w(f, kn, keys + next, lens + next, q, w,
+			               tab, pow2);
 		}
 		for (size_t j = 0; j < k; j++)
-			out[base + j] = pos[j].fp != 0 && lookup_w(f, &pos[j], w);
+			out[base + j] = p[j].fp != 0 && lookup_w(f, &p[j], w);
+		if (!kn)
+			return;
+		k = kn;
+		t = p, p = q, q = t;
 	}
 }
 

@@ -526,30 +526,52 @@ START_TEST(test_hash8)
 }
 END_TEST
 
+/* contains_many answers as single lookups do, for every count around the
+ * call's groups of 16 (a partial last group, two groups in flight), at both
+ * fingerprint widths, with invalid keys among valid ones. */
 START_TEST(test_contains_many)
 {
 	const size_t n = 1000;
-	struct admit_cuckoo *f = make(n, 16, false);
-	uint64_t ids[2 * 1000];
-	const void *keys[2 * 1000];
-	size_t lens[2 * 1000];
-	bool out[2 * 1000];
+	static const size_t counts[] = { 1, 15, 16, 17, 31, 32, 33, 48, 1997 };
+	static uint64_t ids[2 * 1000];
+	static const void *keys[2 * 1000];
+	static size_t lens[2 * 1000];
+	static bool out[2 * 1000];
 
-	for (size_t i = 0; i < 2 * n; i++) {
-		ids[i] = test_key(i);
-		keys[i] = &ids[i];
-		lens[i] = sizeof(ids[i]);
-		if (i % 2 == 0)
-			ck_assert_int_eq(admit_cuckoo_insert(f, keys[i], lens[i]), ADMIT_OK);
+	for (unsigned bits = 8; bits <= 16; bits += 8) {
+		struct admit_cuckoo *f = make(n, bits, false);
+
+		for (size_t i = 0; i < 2 * n; i++) {
+			ids[i] = test_key(i);
+			keys[i] = &ids[i];
+			lens[i] = sizeof(ids[i]);
+			if (i % 2 == 0)
+				ck_assert_int_eq(admit_cuckoo_insert(f, keys[i], lens[i]),
+				                 ADMIT_OK);
+		}
+		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+			size_t k = counts[c];
+
+			memset(out, 1, sizeof(out));
+			admit_cuckoo_contains_many(f, k, keys, lens, out);
+			for (size_t i = 0; i < k; i++)
+				ck_assert_int_eq(out[i], admit_cuckoo_contains(f, keys[i], lens[i]));
+			for (size_t i = 0; i < k; i += 2)
+				ck_assert(out[i]);
+			ck_assert(out[k] == true); /* nothing past the k answers */
+		}
+		/* Invalid keys (NULL of length 8) in the first and second
+		 * group, and a NULL key of length 0, which is valid. */
+		keys[3] = keys[20] = keys[21] = NULL;
+		lens[21] = 0;
+		admit_cuckoo_contains_many(f, 40, keys, lens, out);
+		ck_assert(!out[3] && !out[20]);
+		for (size_t i = 0; i < 40; i++)
+			if (i != 3 && i != 20)
+				ck_assert_int_eq(out[i], admit_cuckoo_contains(f, keys[i], lens[i]));
+		admit_cuckoo_contains_many(f, 0, keys, lens, out);
+		admit_cuckoo_free(f);
 	}
-	/* Odd n exercises a partial batch. */
-	admit_cuckoo_contains_many(f, 2 * n - 3, keys, lens, out);
-	for (size_t i = 0; i < 2 * n - 3; i++)
-		ck_assert_int_eq(out[i], admit_cuckoo_contains(f, keys[i], lens[i]));
-	for (size_t i = 0; i < 2 * n - 3; i += 2)
-		ck_assert(out[i]);
-	admit_cuckoo_contains_many(f, 0, keys, lens, out);
-	admit_cuckoo_free(f);
 }
 END_TEST
 

@@ -5,7 +5,12 @@
 # loopback only.  Prints each run, then the medians and their ratios.
 # Each run line ends with the server's peak RSS (VmHWM) and, from its
 # "stats" at the end of the load, curr_items, evictions and reclaimed
-# (capacity of expired items taken back without a get).
+# (capacity of expired items taken back without a get), then the CPU time
+# per request (gets and sets, warm-up included) of the server (all its
+# threads, from /proc/PID/task/*/schedstat) and of the load client, in
+# microseconds: on a machine shared by server and clients, ops/s follows
+# from both, and the server's figure is the less noisy comparison of the
+# servers' own work.
 # TTL_FRACTION=0.5 TTL=2 gives half the keys an exptime of 2 s on every set
 # (chosen by key hash, the same keys on every server): memory must stay
 # bounded while items expire under the load.
@@ -21,7 +26,7 @@ ZIPF=${ZIPF:-0.99}
 VALUE_SIZE=${VALUE_SIZE:-100}
 WARMUP=${WARMUP:-300000}           # gets per client, not counted
 REQUESTS=${REQUESTS:-150000}       # gets per client, counted
-RUNS=${RUNS:-3}
+RUNS=${RUNS:-5}
 MAX_SECONDS=${MAX_SECONDS:-300}    # bound on each load run
 TTL_FRACTION=${TTL_FRACTION:-0}    # fraction of keys set with exptime TTL
 TTL=${TTL:-0}                      # seconds
@@ -43,6 +48,22 @@ wait_port() {
 		sleep 0.1
 	done
 	return 1
+}
+
+# cpu_ns PID: CPU time of all the process's threads in nanoseconds
+# (schedstat; /proc/PID/stat's clock ticks where schedstat is missing).
+cpu_ns() {
+	local t a total=0
+	for t in /proc/"$1"/task/*; do
+		if [ -r "$t/schedstat" ]; then
+			read -r a _ < "$t/schedstat"
+		else
+			a=$(awk -v hz="$(getconf CLK_TCK)" '{
+				sub(/^.*\) /, ""); printf "%.0f", ($12 + $13) * 1e9 / hz }' "$t/stat")
+		fi
+		total=$((total + a))
+	done
+	echo "$total"
 }
 
 # server_stats PORT: "curr_items N evictions N reclaimed N" from "stats".
@@ -74,18 +95,27 @@ run() {
 		echo "bench_cached: $name did not start on port $port"
 		exit 1
 	fi
+	cpu0=$(cpu_ns "$pid")
 	out=$(nice "$load" --port "$port" --threads "$CLIENTS" --keys "$KEYS" \
 		--zipf "$ZIPF" --value-size "$VALUE_SIZE" --warmup "$WARMUP" \
 		--requests "$REQUESTS" --max-seconds "$MAX_SECONDS" --seed "$run_no" \
 		--ttl-fraction "$TTL_FRACTION" --ttl "$TTL") ||
 		{ echo "bench_cached: load on $name failed: $out"; exit 1; }
+	cpu1=$(cpu_ns "$pid")
+	cpu=$(echo "$out" | awk -v ns=$((cpu1 - cpu0)) '{
+		for (i = 1; i < NF; i++) {
+			if ($i == "all_requests") n = $(i + 1)
+			if ($i == "load_cpu_s") l = $(i + 1)
+		}
+		if (n > 0)
+			printf " srv_cpu_us_req %.3f load_cpu_us_req %.3f", ns / 1e3 / n, l * 1e6 / n }')
 	stats=$(server_stats "$port")
 	# VmHWM: the peak resident set over the server's whole life.
 	rss=$(awk '/VmHWM/ { print $2 }' "/proc/$pid/status")
 	kill "$pid"
 	wait "$pid" 2>/dev/null
 	pid=
-	echo "$name $out peak_rss_kib $rss$stats" | tee -a "$results"
+	echo "$name $out peak_rss_kib $rss$stats$cpu" | tee -a "$results"
 }
 
 results=$(mktemp)
@@ -111,7 +141,7 @@ function median(a, n,   i, j, t) {
 {
 	s = $1; k = ++n[s]
 	for (i = 2; i < NF; i++)
-		if ($i ~ /^(ops\/s|hit_ratio|peak_rss_kib|curr_items|reclaimed|evictions)$/)
+		if ($i ~ /^(ops\/s|hit_ratio|peak_rss_kib|curr_items|reclaimed|evictions|srv_cpu_us_req|load_cpu_us_req)$/)
 			v[s, $i, k] = $(i + 1)
 }
 function med(s, f,   i, a) {
@@ -121,19 +151,31 @@ function med(s, f,   i, a) {
 END {
 	split("memcached admit-cached admit-cached-lru", names, " ")
 	printf "\nmedians of %d runs (memory limit %d MiB)\n", n["memcached"], mem_mb
-	printf "%-18s %10s %9s %13s %10s %10s %10s\n", "server", "ops/s",
-		"hit ratio", "peak RSS MiB", "curr_items", "evictions", "reclaimed"
+	printf "%-18s %10s %9s %13s %10s %10s %10s %14s %15s\n", "server", "ops/s",
+		"hit ratio", "peak RSS MiB", "curr_items", "evictions", "reclaimed",
+		"server CPU us", "client CPU us"
 	for (k = 1; k <= 3; k++) {
 		s = names[k]
 		if (!n[s])
 			continue
 		mo[s] = med(s, "ops/s"); mh[s] = med(s, "hit_ratio")
-		printf "%-18s %10.0f %9.4f %13.1f %10.0f %10.0f %10.0f\n", s, mo[s], mh[s],
+		mc[s] = med(s, "srv_cpu_us_req")
+		printf "%-18s %10.0f %9.4f %13.1f %10.0f %10.0f %10.0f %14.2f %15.2f\n", s, mo[s], mh[s],
 			med(s, "peak_rss_kib") / 1024, med(s, "curr_items"),
-			med(s, "evictions"), med(s, "reclaimed")
+			med(s, "evictions"), med(s, "reclaimed"), mc[s],
+			med(s, "load_cpu_us_req")
 	}
-	printf "\nadmit-cached / memcached: ops/s x%.2f (target >= 1.0), hit ratio %+.4f (target > 0)\n",
+	printf "(CPU us: CPU time per request, gets and sets, warm-up included, of the\n"
+	printf " server'"'"'s threads and of the load client; the clients share the cores)\n"
+	printf "\nadmit-cached / memcached: ops/s x%.2f (target >= 1.2), hit ratio %+.4f (target > 0)\n",
 		mo["admit-cached"] / mo["memcached"], mh["admit-cached"] - mh["memcached"]
+	printf "  ops/s per round:"
+	for (k = 1; k <= n["memcached"] && k <= n["admit-cached"]; k++)
+		printf " x%.2f", v["admit-cached", "ops/s", k] / v["memcached", "ops/s", k]
+	if (mc["memcached"] > 0)
+		printf "\n  server CPU per request: x%.2f of memcached'"'"'s (below 1: less work)",
+			mc["admit-cached"] / mc["memcached"]
+	printf "\n"
 	if (n["admit-cached-lru"])
 		printf "admit-cached / its own plain LRU: ops/s x%.2f, hit ratio %+.4f\n",
 			mo["admit-cached"] / mo["admit-cached-lru"], mh["admit-cached"] - mh["admit-cached-lru"]

@@ -2,7 +2,10 @@
  * cached_load - a read-through load for memcached-protocol servers: each
  * client thread draws keys from a Zipf distribution, sends "get", and on a
  * miss "set"s the key, as an application cache in front of a database does.
- * Prints one line: ops/s (gets + sets), hit ratio, counts.
+ * Prints one line: ops/s (gets + sets), hit ratio, counts, then all_requests
+ * (gets and sets, warm-up included) and load_cpu_s (this process's user +
+ * system CPU over the whole run), from which bench_cached.sh derives CPU
+ * per request.
  *
  *   cached_load [--host 127.0.0.1] [--port N] [--threads N] [--keys N]
  *               [--requests N] [--warmup N] [--zipf S] [--value-size N]
@@ -31,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,6 +59,7 @@ struct client {
 	char *buf;
 	size_t cap, have, off;
 	uint64_t gets, hits, sets, ttl_sets;
+	uint64_t all;    /* gets and sets sent, warm-up included */
 	double seconds;  /* of the counted requests */
 	bool failed;
 };
@@ -175,6 +180,7 @@ request(struct client *c, bool count)
 	klen = snprintf(cmd, sizeof(cmd), "get key:%" PRIu64 "\r\n", key);
 	if (!send_all(c->fd, cmd, (size_t)klen))
 		return false;
+	c->all++;
 	n = read_line(c, &line);
 	if (n < 0)
 		return false;
@@ -211,6 +217,7 @@ request(struct client *c, bool count)
 	memcpy(value + klen + c->o->value_size, "\r\n", 2);
 	if (!send_all(c->fd, value, (size_t)klen + c->o->value_size + 2))
 		return false;
+	c->all++;
 	n = read_line(c, &line);
 	if (n < 0)
 		return false;
@@ -293,7 +300,8 @@ main(int argc, char **argv)
 	                     .max_seconds = 120, .seed = 1 };
 	struct client *cl;
 	double *cdf, t0, el, ops = 0;
-	uint64_t gets = 0, hits = 0, sets = 0, ttl_sets = 0;
+	uint64_t gets = 0, hits = 0, sets = 0, ttl_sets = 0, all = 0;
+	struct rusage ru;
 	int ch, rc = 0;
 
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -356,15 +364,21 @@ main(int argc, char **argv)
 		hits += cl[i].hits;
 		sets += cl[i].sets;
 		ttl_sets += cl[i].ttl_sets;
+		all += cl[i].all;
 		rc |= cl[i].failed;
 		if (cl[i].seconds > 0)
 			ops += (double)(cl[i].gets + cl[i].sets) / cl[i].seconds;
 		free(cl[i].buf);
 	}
+	getrusage(RUSAGE_SELF, &ru);
 	printf("ops/s %.0f hit_ratio %.4f gets %" PRIu64 " hits %" PRIu64
-	       " sets %" PRIu64 " ttl_sets %" PRIu64 " seconds %.2f%s\n",
+	       " sets %" PRIu64 " ttl_sets %" PRIu64 " seconds %.2f"
+	       " all_requests %" PRIu64 " load_cpu_s %.3f%s\n",
 	       ops, gets ? (double)hits / (double)gets : 0.0,
-	       gets, hits, sets, ttl_sets, el, now_s() > deadline ? " (time limit hit)" : "");
+	       gets, hits, sets, ttl_sets, el, all,
+	       (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6,
+	       now_s() > deadline ? " (time limit hit)" : "");
 	free(cdf);
 	free(cl);
 	return rc;
