@@ -352,8 +352,12 @@ decide(struct admit_minisim *m)
  * d0 - d1 (sqrt(v0 + v1), each a discordant count over n squared), and
  * the real cache also fell short of its new configuration's mini cache by
  * as much (the simulation's gain did not carry over to the real cache;
- * a gain the workload took from both is no reason to undo).  The undone
- * configuration is not chosen again for ADMIT_MINISIM_BAN periods.
+ * a gain the workload took from both is no reason to undo).  A lead the
+ * real cache had over its old mini cache (d0 > 0: contents it brought
+ * from the configuration before, which the mini cache did not have) is
+ * not expected to last: against the new mini cache it is held to no
+ * lead, a shortfall (d0 < 0) to no worse.  The undone configuration is
+ * not chosen again for ADMIT_MINISIM_BAN periods.
  */
 static void
 end_check(struct admit_minisim *m)
@@ -366,7 +370,7 @@ end_check(struct admit_minisim *m)
 
 	m->checking = false;
 	if (m->d0 - d1 > ADMIT_MINISIM_Z * sqrt(m->v0 + v1) &&
-	    m->d0 - c1 > ADMIT_MINISIM_Z * sqrt(m->v0 + w1)) {
+	    fmin(m->d0, 0) - c1 > ADMIT_MINISIM_Z * sqrt(m->v0 + w1)) {
 		m->mini[bad].banned_until = m->periods + ADMIT_MINISIM_BAN;
 		switch_to(m, m->prev);
 		m->undone++;

@@ -1,13 +1,15 @@
 /*
  * Unit tests for the cache's read buffer (src/cache/readbuf.h): a ring
  * holds ADMIT_READBUF_SLOTS events and refuses the next, cues a drain each
- * half ring, gives them back in order, marks and heads agree, and
- * concurrent producers lose no event and keep each one's order.
+ * half ring, gives them back in order, marks and heads agree, concurrent
+ * producers (owners and sharers of rings) lose no event and keep each
+ * one's order, and each owned ring has one owner at a time.
  */
 #include <check.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "cache/readbuf.h"
@@ -51,7 +53,7 @@ END_TEST
 
 /* Producers push (thread << 32 | n) for n = 1, 2, ...; the consumer drains
  * until all are in and checks each thread's numbers arrive 1, 2, ... */
-enum { PRODUCERS = 3, EACH = 200000 };
+enum { PRODUCERS = ADMIT_READBUF_OWNED + 2, EACH = 100000 };
 static struct admit_readbuf *shared;
 static uint64_t next_seen[PRODUCERS];
 static uint64_t out_of_order, taken;
@@ -60,12 +62,12 @@ static void *
 producer(void *arg)
 {
 	uintptr_t t = (uintptr_t)arg;
-	struct admit_readbuf_ring *r = admit_readbuf_mine(shared);
 
 	/* A full ring waits for the consumer: give it the CPU, which on a
-	 * loaded machine it may not have. */
+	 * loaded machine it may not have.  More producers than owned rings:
+	 * the last ring's share it. */
 	for (uintptr_t n = 1; n <= EACH; n++)
-		while (!admit_readbuf_push(r, t << 32 | n))
+		while (!admit_readbuf_push_mine(shared, t << 32 | n))
 			sched_yield();
 	return NULL;
 }
@@ -108,6 +110,69 @@ START_TEST(test_producers)
 }
 END_TEST
 
+/* Threads that hold their rings at once: each owned ring has one owner,
+ * the rest share the last ring; an owner's exit frees its ring. */
+static pthread_barrier_t held;
+static unsigned chosen[ADMIT_READBUF_RINGS + 2];
+
+static void *
+chooser(void *arg)
+{
+	chosen[(uintptr_t)arg] = admit_readbuf_my_index();
+	pthread_barrier_wait(&held);  /* all have chosen */
+	pthread_barrier_wait(&held);  /* the main thread has looked */
+	return NULL;
+}
+
+static unsigned
+choose_in_new_thread(void)
+{
+	pthread_t t;
+
+	pthread_barrier_init(&held, NULL, 2);
+	ck_assert_int_eq(pthread_create(&t, NULL, chooser, (void *)0), 0);
+	pthread_barrier_wait(&held);
+	pthread_barrier_wait(&held);
+	pthread_join(t, NULL);
+	pthread_barrier_destroy(&held);
+	return chosen[0];
+}
+
+START_TEST(test_owners)
+{
+	enum { N = ADMIT_READBUF_RINGS + 2 };
+	pthread_t t[N];
+	unsigned owners[ADMIT_READBUF_RINGS] = { 0 };
+	/* This thread's ring, if an earlier test chose one (CK_FORK=no). */
+	unsigned mine = admit_readbuf_thread_ring;
+	bool own = mine >= 1 && mine <= ADMIT_READBUF_OWNED;
+	unsigned first = choose_in_new_thread();
+
+	/* A new thread owns a ring, and gives it back when it exits. */
+	ck_assert_uint_le(first, ADMIT_READBUF_OWNED);
+	ck_assert_uint_eq(choose_in_new_thread(), first);
+	pthread_barrier_init(&held, NULL, N + 1);
+	for (uintptr_t i = 0; i < N; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, chooser, (void *)i), 0);
+	pthread_barrier_wait(&held);
+	for (int i = 0; i < N; i++) {
+		ck_assert_uint_ge(chosen[i], 1);
+		ck_assert_uint_le(chosen[i], ADMIT_READBUF_RINGS);
+		owners[chosen[i] - 1]++;
+	}
+	for (unsigned k = 0; k < ADMIT_READBUF_OWNED; k++)
+		ck_assert_uint_eq(owners[k], k + 1 == mine ? 0 : 1);
+	ck_assert_uint_eq(owners[ADMIT_READBUF_RINGS - 1],
+	                  N - ADMIT_READBUF_OWNED + own);
+	pthread_barrier_wait(&held);
+	for (int i = 0; i < N; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&held);
+	/* Every owner has exited: their rings are free again. */
+	ck_assert_uint_eq(choose_in_new_thread(), first);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -116,6 +181,7 @@ main(void)
 
 	tcase_add_test(tc, test_full_and_order);
 	tcase_add_test(tc, test_producers);
+	tcase_add_test(tc, test_owners);
 	suite_add_tcase(s, tc);
 	return test_run(srunner_create(s));
 }

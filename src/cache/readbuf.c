@@ -3,9 +3,13 @@
  *
  * Ordering: a push writes its event, then its slot's seq with release; the
  * consumer reads seq with acquire, then the event, then frees the slot with
- * a release store of seq that the next lap's push acquires.
+ * a release store of seq that the next lap's push acquires.  An owned
+ * ring's owners follow one another through owned_rings: the leaver's
+ * release, the newcomer's acquire.
  */
 #include "config.h"
+
+#include <pthread.h>
 
 #include "cache/readbuf.h"
 
@@ -25,18 +29,74 @@ admit_readbuf_init(struct admit_readbuf *b)
 _Thread_local unsigned admit_readbuf_thread_ring
 	__attribute__((tls_model("initial-exec")));
 
-/* One process-wide counter serves every buffer: a distinct-enough number
- * per thread is all the choice needs. */
-static _Atomic unsigned next_ring;
+/* Bit k set: owned ring k has an owner.  Process-wide, as the ring index
+ * is the same in every buffer. */
+static _Atomic unsigned owned_rings;
+_Static_assert(ADMIT_READBUF_OWNED < sizeof(unsigned) * 8,
+               "owned_rings has a bit per owned ring");
+
+/* Each owner's ring index + 1, so that its thread's exit gives it back. */
+static pthread_key_t owner_key;
+static pthread_once_t owner_once = PTHREAD_ONCE_INIT;
+static bool owner_key_made;
+
+/* At an owner's exit: later pushes of this thread (another destructor's)
+ * go to the shared ring, and the ring is free for the next thread. */
+static void
+give_back(void *v)
+{
+	unsigned k = (unsigned)(uintptr_t)v - 1;
+
+	admit_readbuf_thread_ring = ADMIT_READBUF_RINGS;
+	/* release: pairs with the acquire in admit_readbuf_choose() of the
+	 * next owner, which so sees this thread's last tail and slots. */
+	atomic_fetch_and_explicit(&owned_rings, ~(1u << k), memory_order_release);
+}
+
+static void
+make_owner_key(void)
+{
+	owner_key_made = pthread_key_create(&owner_key, give_back) == 0;
+}
+
+/* The key's destructor must not outlive the library's code (dlclose):
+ * owners then keep their rings, which costs speed only. */
+__attribute__((destructor)) static void
+delete_owner_key(void)
+{
+	if (owner_key_made)
+		pthread_key_delete(owner_key);
+}
 
 unsigned
 admit_readbuf_choose(void)
 {
-	/* relaxed: see above. */
-	admit_readbuf_thread_ring = atomic_fetch_add_explicit(&next_ring, 1,
-	                                                      memory_order_relaxed) %
-	                            ADMIT_READBUF_RINGS + 1;
-	return admit_readbuf_thread_ring;
+	/* relaxed: the CAS below acquires. */
+	unsigned set = atomic_load_explicit(&owned_rings, memory_order_relaxed);
+	unsigned k = ADMIT_READBUF_RINGS - 1;  /* the shared ring */
+
+	pthread_once(&owner_once, make_owner_key);
+	while (owner_key_made) {
+		unsigned free = ~set & ((1u << ADMIT_READBUF_OWNED) - 1);
+
+		if (!free)
+			break;
+		/* acquire: pairs with the release in give_back() of the
+		 * ring's last owner. */
+		if (atomic_compare_exchange_weak_explicit(
+		        &owned_rings, &set, set | (free & -free),
+		        memory_order_acquire, memory_order_relaxed)) {
+			k = (unsigned)__builtin_ctz(free);
+			if (pthread_setspecific(owner_key,
+			                        (void *)(uintptr_t)(k + 1)) != 0) {
+				give_back((void *)(uintptr_t)(k + 1));
+				k = ADMIT_READBUF_RINGS - 1;
+			}
+			break;
+		}
+	}
+	admit_readbuf_thread_ring = k + 1;
+	return k + 1;
 }
 
 size_t

@@ -3,16 +3,23 @@
  * queued for the next holder of the shard's lock to apply (BP-Wrapper:
  * Ding, Jiang, Zhang, ICDE 2009; Caffeine's striped read buffers).
  *
- * ADMIT_READBUF_RINGS bounded MPSC rings (Vyukov's bounded queue: a
- * sequence number per slot).  A thread pushes to one ring, picked once per
- * thread, so one thread's events are in one ring, in order, and two
- * threads' pushes to one shard do not write the same tail and slot lines.
- * The consumer (one at a time: the caller serialises drains) takes each
+ * ADMIT_READBUF_RINGS bounded rings (Vyukov's bounded queue: a sequence
+ * number per slot).  A thread pushes to one ring, chosen once per thread
+ * and the same in every buffer, so one thread's events are in one ring, in
+ * order, and two threads' pushes to one shard do not write the same tail
+ * and slot lines.  Each of the first ADMIT_READBUF_OWNED rings has one
+ * owner thread at a time (claimed at its first push, given back when it
+ * exits), whose push is single-producer: plain stores, no locked
+ * instruction, which on x86 would also hold every later load of the
+ * caller until the earlier ones are done.  The last ring is shared by the
+ * threads that found none free; its pushes take their slot by CAS.  The
+ * consumer (one at a time: the caller serialises drains) takes each
  * ring's events in order, up to the first slot still being written.
  *
  * An event is a uintptr_t the owner chooses, never a slot's business.
- * Progress: a push is lock-free (a failed CAS means another push took the
- * slot) and fails, rather than waits, when its ring is full.
+ * Progress: a push is wait-free on an owned ring and lock-free on the
+ * shared one (a failed CAS means another push took the slot), and fails,
+ * rather than waits, when its ring is full.
  */
 #ifndef ADMIT_CACHE_READBUF_H
 #define ADMIT_CACHE_READBUF_H
@@ -28,8 +35,9 @@
 /* Slots per ring (a power of two): up to this many reads in a row by one
  * thread take no lock. */
 #define ADMIT_READBUF_SLOTS 128
-/* Rings per buffer (a power of two). */
-#define ADMIT_READBUF_RINGS 4
+/* Rings per buffer: ADMIT_READBUF_OWNED owned ones, then the shared one. */
+#define ADMIT_READBUF_OWNED 4
+#define ADMIT_READBUF_RINGS (ADMIT_READBUF_OWNED + 1)
 
 /* seq is the slot's turn: pos when free for the push at ring position pos,
  * pos + 1 once that push is written, pos + ADMIT_READBUF_SLOTS once
@@ -65,24 +73,57 @@ void admit_readbuf_init(struct admit_readbuf *b);
 extern _Thread_local unsigned admit_readbuf_thread_ring
 	__attribute__((tls_model("initial-exec")));
 
-/* Chooses this thread's ring index (round-robin over threads); returns it
+/* Chooses this thread's ring: the first owned ring no live thread owns,
+ * claimed until this thread exits, else the shared one.  Returns its index
  * + 1. */
 unsigned admit_readbuf_choose(void);
 
-/* The ring this thread pushes to: one per thread, so that one thread's
- * events keep their order.  Which one is a placement hint only. */
-static inline struct admit_readbuf_ring *
-admit_readbuf_mine(struct admit_readbuf *b)
+/* This thread's ring index + 1. */
+static inline unsigned
+admit_readbuf_my_index(void)
 {
 	unsigned k = admit_readbuf_thread_ring;
 
 	if (__builtin_expect(k == 0, 0))
 		k = admit_readbuf_choose();
-	return &b->ring[k - 1];
+	return k;
 }
 
-/* Queues ev; returns the ring position after it (at least 1), or 0 when
- * the ring is full. */
+/* The ring this thread pushes to: one per thread, so that one thread's
+ * events keep their order. */
+static inline struct admit_readbuf_ring *
+admit_readbuf_mine(struct admit_readbuf *b)
+{
+	return &b->ring[admit_readbuf_my_index() - 1];
+}
+
+/* Queues ev on r, which only the calling thread pushes to (it owns r);
+ * returns the ring position after it (at least 1), or 0 when the ring is
+ * full. */
+static inline uint64_t
+admit_readbuf_push_owner(struct admit_readbuf_ring *r, uintptr_t ev)
+{
+	/* relaxed: only r's owner writes tail; a new owner's claim acquires
+	 * the release of the last one's (readbuf.c). */
+	uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	struct admit_readbuf_slot *sl = &r->slot[pos & (ADMIT_READBUF_SLOTS - 1)];
+
+	/* acquire: pairs with the release in admit_readbuf_take() that freed
+	 * the slot, so its last reader is done with it. */
+	if (atomic_load_explicit(&sl->seq, memory_order_acquire) != pos)
+		return 0;  /* the slot still holds the event of a lap ago */
+	/* relaxed: tail only picks the slot; the slot's seq hands the event
+	 * over. */
+	atomic_store_explicit(&r->tail, pos + 1, memory_order_relaxed);
+	/* relaxed: published by the release below. */
+	atomic_store_explicit(&sl->ev, ev, memory_order_relaxed);
+	/* release: pairs with the acquire in admit_readbuf_take(). */
+	atomic_store_explicit(&sl->seq, pos + 1, memory_order_release);
+	return pos + 1;
+}
+
+/* Queues ev on r, to which any thread may push; returns as
+ * admit_readbuf_push_owner(). */
 static inline uint64_t
 admit_readbuf_push(struct admit_readbuf_ring *r, uintptr_t ev)
 {
@@ -115,6 +156,18 @@ admit_readbuf_push(struct admit_readbuf_ring *r, uintptr_t ev)
 			pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
 		}
 	}
+}
+
+/* Queues ev on this thread's ring of b; returns as
+ * admit_readbuf_push_owner(). */
+static inline uint64_t
+admit_readbuf_push_mine(struct admit_readbuf *b, uintptr_t ev)
+{
+	unsigned k = admit_readbuf_my_index();
+
+	if (__builtin_expect(k <= ADMIT_READBUF_OWNED, 1))
+		return admit_readbuf_push_owner(&b->ring[k - 1], ev);
+	return admit_readbuf_push(&b->ring[k - 1], ev);
 }
 
 /* Whether the push that ended at ring position end (its return) filled

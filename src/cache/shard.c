@@ -197,10 +197,10 @@ shard_record_locked(struct shard *s, uint64_t h, struct entry *e)
 	}
 	/* e is live: its batch cannot be freed before the head passes this
 	 * slot, as for a read's push. */
-	if (admit_readbuf_push(admit_readbuf_mine(&s->rb), ev))
+	if (admit_readbuf_push_mine(&s->rb, ev))
 		return;
 	drain_locked(s);  /* full: what a read would find drained */
-	if (!admit_readbuf_push(admit_readbuf_mine(&s->rb), ev))
+	if (!admit_readbuf_push_mine(&s->rb, ev))
 		admit_tinylfu_record_hash(c->tlfu, h);
 }
 

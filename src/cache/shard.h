@@ -146,11 +146,10 @@ void shard_note_access_full(struct shard *s, struct entry *e)
 void shard_try_maintain(struct shard *s) ADMIT_EXCLUDES(s->mu);
 static inline void shard_note_access(struct shard *s, struct entry *e)
 	ADMIT_EXCLUDES(s->mu);
-static inline void
+static inline __attribute__((always_inline)) void
 shard_note_access(struct shard *s, struct entry *e)
 {
-	uint64_t end = admit_readbuf_push(admit_readbuf_mine(&s->rb),
-	                                  (uintptr_t)e);
+	uint64_t end = admit_readbuf_push_mine(&s->rb, (uintptr_t)e);
 
 	if (!end)
 		shard_note_access_full(s, e);
