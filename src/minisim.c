@@ -79,9 +79,6 @@ struct admit_minisim {
 	uint64_t threshold;             /* sampled: remix(h) < threshold */
 	uint32_t fill_weight;           /* a filled miss's weight */
 	uint64_t gets, period;          /* this period's gets, its length */
-	uint64_t next_decide;           /* gets at the next decide(): each
-	                                 * quarter period and each period's
-	                                 * start */
 	double reqs;                    /* decayed gets */
 	unsigned current;
 	uint64_t switches, undone;
@@ -201,7 +198,6 @@ admit_minisim_new(uint64_t max_weight, uint64_t entries,
 	m->period = ADMIT_MINISIM_PERIOD * nodes;
 	if (m->period < 1000)
 		m->period = 1000;
-	m->next_decide = m->period / 4;
 	m->current = ADMIT_MINISIM_START;
 	m->admit = admit;
 	m->admit_ctx = admit_ctx;
@@ -394,7 +390,6 @@ end_period(struct admit_minisim *m)
 	m->had.disc *= ADMIT_MINISIM_DECAY;
 	m->had.n *= ADMIT_MINISIM_DECAY;
 	m->gets = 0;
-	m->next_decide = 0;
 	m->periods++;
 }
 
@@ -426,16 +421,11 @@ insert(struct admit_minisim *m, unsigned i, uint64_t h, uint32_t w)
 static unsigned
 get(struct admit_minisim *m, uint64_t h, int real)
 {
-	struct mnode *found[ADMIT_MINISIM_N];
 	bool hit[ADMIT_MINISIM_N], cur;
+	uint64_t quarter = m->period / 4;
 
-	/* Every lookup first, then the policies: the mini caches' tables
-	 * are apart, so the lookups' cache misses overlap instead of each
-	 * waiting behind the previous policy's work. */
-	for (unsigned i = 0; i < ADMIT_MINISIM_N; i++)
-		found[i] = lookup(m, i, h);
 	for (unsigned i = 0; i < ADMIT_MINISIM_N; i++) {
-		struct mnode *x = found[i];
+		struct mnode *x = lookup(m, i, h);
 
 		hit[i] = x != NULL;
 		if (x) {
@@ -463,10 +453,8 @@ get(struct admit_minisim *m, uint64_t h, int real)
 	}
 	if (++m->gets >= m->period)
 		end_period(m);
-	if (m->gets == m->next_decide) {
-		m->next_decide += m->period / 4;
+	if (m->gets % quarter == 0)
 		decide(m);
-	}
 	return m->current;
 }
 
