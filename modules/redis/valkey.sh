@@ -12,7 +12,7 @@
 # statically is Debian's libjemalloc.a (libjemalloc-dev: 5.3.0, the
 # version Valkey bundles, without Valkey's je_ prefix, 8-byte quantum and
 # defragmentation hint), which leaves a server with its own jemalloc in
-# its static TLS, as upstream's, at a third of the build's CPU; without
+# its static TLS, as upstream's, for 40 % of the build's CPU; without
 # libjemalloc.a, Valkey's own jemalloc at -Og -g0 (upstream: -O3 -g3;
 # -Og compiles faster than -O0, which its forced inlining bloats).
 # Exits 77, saying why, when the source is absent (a user's clone has no
