@@ -1394,6 +1394,16 @@ cuckoo_counter_count(const struct admit_cuckoo *f, uint64_t h)
 	return q.found ? cuckoo_counter_value(&q.c) : 0;
 }
 
+unsigned
+cuckoo_counter_count_locked(const struct admit_cuckoo *f, uint64_t h)
+{
+	struct cuckoo_pos p;
+	struct cuckoo_counter c;
+
+	cuckoo_locate(f, &h, sizeof(h), &p);
+	return cuckoo_counter_find(f, &p, &c) ? cuckoo_counter_value(&c) : 0;
+}
+
 bool
 cuckoo_counter_increment(struct admit_cuckoo *f, const struct cuckoo_counter *c)
 {

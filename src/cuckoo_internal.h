@@ -446,5 +446,8 @@ bool cuckoo_counter_increment(struct admit_cuckoo *f,
  * cuckoo_counter_find() validated against both stripes (TinyLFU's
  * estimates). */
 unsigned cuckoo_counter_count(const struct admit_cuckoo *f, uint64_t h);
+/* The same unvalidated, for a caller that holds a lock every user of f
+ * takes: no writer can run meanwhile, so the word read is the word. */
+unsigned cuckoo_counter_count_locked(const struct admit_cuckoo *f, uint64_t h);
 
 #endif /* ADMIT_CUCKOO_INTERNAL_H */

@@ -362,16 +362,22 @@ admit_tinylfu_record(struct admit_tinylfu *t, const void *key, size_t len)
 	return admit_tinylfu_record_hash(t, admit_hash(key, len, t->seed));
 }
 
+/* A key's estimate; locked: the caller excludes every writer of t
+ * (tinylfu_admit_hash_locked()), so the store's count needs no validation. */
+static inline __attribute__((always_inline)) unsigned
+estimate(const struct admit_tinylfu *t, uint64_t h, bool locked)
+{
+	unsigned freq = locked ? cuckoo_counter_count_locked(t->freq, h)
+	                       : cuckoo_counter_count(t->freq, h);
+
+	debug_check(freq <= COUNTER_MAX);
+	return cbf_contains_hash(t->door, h) + freq;
+}
+
 unsigned
 admit_tinylfu_estimate_hash(const struct admit_tinylfu *t, uint64_t h)
 {
-	unsigned freq;
-
-	if (!t)
-		return 0;
-	freq = cuckoo_counter_count(t->freq, h);
-	debug_check(freq <= COUNTER_MAX);
-	return cbf_contains_hash(t->door, h) + freq;
+	return t ? estimate(t, h, false) : 0;
 }
 
 unsigned
@@ -383,21 +389,21 @@ admit_tinylfu_estimate(const struct admit_tinylfu *t, const void *key,
 	return admit_tinylfu_estimate_hash(t, admit_hash(key, len, t->seed));
 }
 
-bool
-admit_tinylfu_admit_hash(struct admit_tinylfu *t, uint64_t candidate,
-                         uint64_t victim)
+/* admit_tinylfu_admit_hash() on t not NULL, its estimates as estimate()'s
+ * locked says. */
+static inline __attribute__((always_inline)) bool
+contest(struct admit_tinylfu *t, uint64_t candidate, uint64_t victim,
+        bool locked)
 {
 	unsigned ce, ve;
 	uint64_t r;
 
-	if (!t)
-		return false;
-	ce = admit_tinylfu_estimate_hash(t, candidate);
+	ce = estimate(t, candidate, locked);
 	/* An estimate of 0 cannot beat the victim's and is below warm (at
 	 * least 1): the candidate loses, the victim's estimate unneeded. */
 	if (ce == 0)
 		return false;
-	ve = admit_tinylfu_estimate_hash(t, victim);
+	ve = estimate(t, victim, locked);
 	if (ce > ve)
 		return true;
 	/* relaxed: as in admit_tinylfu_record_hash(). */
@@ -413,6 +419,21 @@ admit_tinylfu_admit_hash(struct admit_tinylfu *t, uint64_t candidate,
 		return false;
 	bump(&t->random_admits);
 	return true;
+}
+
+bool
+admit_tinylfu_admit_hash(struct admit_tinylfu *t, uint64_t candidate,
+                         uint64_t victim)
+{
+	return t && contest(t, candidate, victim, false);
+}
+
+bool
+tinylfu_admit_hash_locked(struct admit_tinylfu *t, uint64_t candidate,
+                          uint64_t victim)
+{
+	debug_check(t != NULL);
+	return contest(t, candidate, victim, true);
 }
 
 bool

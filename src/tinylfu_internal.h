@@ -26,6 +26,13 @@
  */
 void admit_tinylfu_set_steady(struct admit_tinylfu *t, bool steady);
 
+/* admit_tinylfu_admit_hash(t, candidate, victim) for a caller that holds a
+ * lock every user of t takes (the miniature simulation's own sketches,
+ * behind its mutex): the estimates read the frequency store without
+ * validating against writers, since none can run.  t not NULL. */
+bool tinylfu_admit_hash_locked(struct admit_tinylfu *t, uint64_t candidate,
+                               uint64_t victim);
+
 /* The seed admit_tinylfu_hash() hashes keys with. */
 uint64_t tinylfu_seed(const struct admit_tinylfu *t);
 

@@ -154,8 +154,9 @@ START_TEST(test_record_batch)
 }
 END_TEST
 
-/* cuckoo_counter_count() (the estimates' store count) is
- * admit_cuckoo_count() of an 8-byte key, on a counting table crowded
+/* cuckoo_counter_count() (the estimates' store count) and its unvalidated
+ * form cuckoo_counter_count_locked() are admit_cuckoo_count() of an 8-byte
+ * key, on a counting table crowded
  * enough that fingerprints share buckets and keys were kicked to their
  * second bucket. */
 START_TEST(test_counter_count)
@@ -180,7 +181,8 @@ START_TEST(test_counter_count)
 		uint64_t h = prng_mix(i);
 		unsigned want = admit_cuckoo_count(f, &h, sizeof(h));
 
-		tally(&t, cuckoo_counter_count(f, h) == want, i);
+		tally(&t, cuckoo_counter_count(f, h) == want &&
+		          cuckoo_counter_count_locked(f, h) == want, i);
 		nonzero += want > 0;
 	}
 	ck_assert_tally(t, "counts unlike admit_cuckoo_count");
@@ -273,6 +275,35 @@ START_TEST(test_admit)
 	}
 	/* admit() records nothing. */
 	ck_assert_uint_eq(admit_tinylfu_estimate(t, KEY(3)), 0);
+	admit_tinylfu_free(t);
+}
+END_TEST
+
+/* tinylfu_admit_hash_locked() decides every contest as
+ * admit_tinylfu_admit_hash() does (steady: no chance admissions, so each
+ * call's answer is the estimates' alone), on a sketch whose keys range
+ * from unseen through once (the doorkeeper alone) to the counters' top. */
+START_TEST(test_admit_locked)
+{
+	struct admit_tinylfu *t = make(2000, 0, 0);
+	struct tally ty = TALLY_INIT;
+	uint64_t wins = 0;
+
+	admit_tinylfu_set_steady(t, true);
+	for (uint64_t k = 0; k < 4000; k++)
+		for (uint64_t n = 0; n < k % 19; n++)
+			(void)admit_tinylfu_record_hash(t, prng_mix(k));
+	for (uint64_t i = 0; i < 20000; i++) {
+		uint64_t c = prng_mix(i % 5000), v = prng_mix(i * 7 % 5000);
+		bool want = admit_tinylfu_admit_hash(t, c, v);
+
+		tally(&ty, tinylfu_admit_hash_locked(t, c, v) == want, i);
+		wins += want;
+	}
+	ck_assert_tally(ty, "locked contests unlike admit_tinylfu_admit_hash");
+	/* Both answers occur: the comparison is not of constants. */
+	ck_assert_uint_gt(wins, 1000);
+	ck_assert_uint_lt(wins, 19000);
 	admit_tinylfu_free(t);
 }
 END_TEST
@@ -530,6 +561,7 @@ main(void)
 	tcase_add_test(tc, test_aging);
 	tcase_add_test(tc, test_steady);
 	tcase_add_test(tc, test_admit);
+	tcase_add_test(tc, test_admit_locked);
 	tcase_add_test(tc, test_pinned_victim);
 	tcase_add_test(tc, test_replace_lowest);
 	tcase_add_test(tc, test_counter_in_place);

@@ -36,7 +36,8 @@ sim_of(const struct admit_adapt *a)
 
 /* A mini cache's contest: on the real sketch when it runs in the mini
  * cache's mode (the mini cache of the current configuration then sees the
- * very estimates the shards see), else on the simulation's own. */
+ * very estimates the shards see), else on the simulation's own, which only
+ * holders of the mutex touch (sample() holds it). */
 static bool
 sim_admit(void *ctx, bool steady, uint64_t cand, uint64_t victim)
 {
@@ -44,10 +45,10 @@ sim_admit(void *ctx, bool steady, uint64_t cand, uint64_t victim)
 	/* relaxed: an index into a constant table; the mutex orders it with
 	 * the store in sample() anyway. */
 	unsigned k = atomic_load_explicit(&s->config, memory_order_relaxed);
-	struct admit_tinylfu *t = admit_minisim_configs[k].steady == steady
-	                          ? s->a.tlfu : s->tlfu[steady];
 
-	return admit_tinylfu_admit_hash(t, cand, victim);
+	if (admit_minisim_configs[k].steady == steady)
+		return admit_tinylfu_admit_hash(s->a.tlfu, cand, victim);
+	return tinylfu_admit_hash_locked(s->tlfu[steady], cand, victim);
 }
 
 /* Feeds a request to the simulation, unless another thread is in it.  w is
