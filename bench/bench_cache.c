@@ -17,9 +17,11 @@
  *       fills the cache (one pass over each thread's stream in which every
  *       miss is followed by a set), runs one untimed pass of the mix, then P
  *       timed passes, and prints
- *           RESULT cache=admit mix=95 threads=1 mops=4.170 hit=0.7712
+ *           RESULT cache=admit mix=95 threads=1 mops=4.170 hit=0.7712 cpu_ns=231.5
  *       with the median pass's operations per second (wall clock, from the
- *       first thread's start to the last thread's end) and its hit ratio.
+ *       first thread's start to the last thread's end), its hit ratio, and
+ *       the median pass's CPU time per operation (the process's, every
+ *       thread of it: the library's helper threads included).
  *
  * The mix: with 95, an operation flagged as a set is a set and every other
  * a get (a miss is not followed by a set); with 100, every operation is a
@@ -110,14 +112,15 @@ run(void *arg)
 }
 
 /* One pass of every thread's stream at once; operations per second of wall
- * time, and the hit ratio into *hit. */
+ * time, the hit ratio into *hit and the process's CPU nanoseconds per
+ * operation into *cpu_ns. */
 static double
-pass(struct job *jobs, unsigned nt, int mix, double *hit)
+pass(struct job *jobs, unsigned nt, int mix, double *hit, double *cpu_ns)
 {
 	pthread_barrier_t start;
 	pthread_t th[MAX_THREADS];
 	uint64_t ops = 0, hits = 0, gets = 0;
-	double t0;
+	double t0, c0;
 
 	if (pthread_barrier_init(&start, NULL, nt + 1))
 		die("pthread_barrier_init failed");
@@ -129,6 +132,7 @@ pass(struct job *jobs, unsigned nt, int mix, double *hit)
 	}
 	pthread_barrier_wait(&start);
 	t0 = bench_clock(CLOCK_MONOTONIC);
+	c0 = bench_clock(CLOCK_PROCESS_CPUTIME_ID);
 	for (unsigned i = 0; i < nt; i++) {
 		pthread_join(th[i], NULL);
 		ops += jobs[i].n;
@@ -136,8 +140,10 @@ pass(struct job *jobs, unsigned nt, int mix, double *hit)
 		gets += jobs[i].gets;
 	}
 	t0 = bench_clock(CLOCK_MONOTONIC) - t0;
+	c0 = bench_clock(CLOCK_PROCESS_CPUTIME_ID) - c0;
 	pthread_barrier_destroy(&start);
 	*hit = gets ? (double)hits / (double)gets : 0;
+	*cpu_ns = c0 * 1e9 / (double)ops;
 	return (double)ops / t0;
 }
 
@@ -221,7 +227,7 @@ main(int argc, char **argv)
 	unsigned long long threads = 1, ops = 4ull << 20, keys = 1ull << 20;
 	unsigned long long seed = 1, cap = 100000, passes = 3, mix = 95;
 	struct job jobs[MAX_THREADS];
-	double rate[MAX_PASSES], hit[MAX_PASSES], r, h;
+	double rate[MAX_PASSES], hit[MAX_PASSES], cpu[MAX_PASSES], r, h, x;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -292,14 +298,15 @@ main(int argc, char **argv)
 	for (unsigned i = 0; i < threads; i++)
 		jobs[i].ops = read_stream(spath, i, &jobs[i].n);
 
-	pass(jobs, (unsigned)threads, 0, &h);          /* fill */
-	pass(jobs, (unsigned)threads, (int)mix, &h);   /* warm */
+	pass(jobs, (unsigned)threads, 0, &h, &x);          /* fill */
+	pass(jobs, (unsigned)threads, (int)mix, &h, &x);   /* warm */
 	for (unsigned p = 0; p < passes; p++)
-		rate[p] = pass(jobs, (unsigned)threads, (int)mix, &hit[p]);
+		rate[p] = pass(jobs, (unsigned)threads, (int)mix, &hit[p], &cpu[p]);
 	r = bench_median(rate, (int)passes);
 	h = bench_median(hit, (int)passes);
-	printf("RESULT cache=%s mix=%llu threads=%llu mops=%.3f hit=%.4f\n", cache,
-	       mix, threads, r / 1e6, h);
+	x = bench_median(cpu, (int)passes);
+	printf("RESULT cache=%s mix=%llu threads=%llu mops=%.3f hit=%.4f cpu_ns=%.1f\n",
+	       cache, mix, threads, r / 1e6, h, x);
 	admit_lru_free(jobs[0].c);
 	maplru_free(jobs[0].m);
 	for (unsigned i = 0; i < threads; i++)

@@ -2,9 +2,14 @@
 # bench_caffeine.sh - admit_lru against Caffeine and against a mutex + hash
 # map + LRU list, on the workload of bench/bench_cache.c (Zipf 0.99 over 1 M
 # 8-byte keys, capacity 100,000, 32-byte values; 95 % gets and 5 % sets, and
-# 100 % gets; 1 and 2 threads, 4 M operations per thread).  The three run
-# alternately, one process each, in a rotated order every round; the table
-# gives each one's median over the rounds and admit's ratios.
+# 100 % gets; 1 and 2 threads, 4 M operations per thread).  They run
+# alternately, one process each, in a rotated order every round; the tables
+# give each one's median over the rounds and admit's ratios: operations per
+# second of wall time, and CPU time per operation (the whole process's).
+# Caffeine runs twice: as built by default, its maintenance on
+# ForkJoinPool.commonPool() (another core, where there is one), and with
+# executor(Runnable::run), its maintenance on the calling thread as
+# admit_lru's is ("Caffeine, caller").
 #
 #   bench/bench_caffeine.sh [BUILDDIR [ROUNDS]]    (make bench-caffeine)
 #
@@ -26,7 +31,7 @@ jar=/usr/share/java/caffeine.jar
 contenders="admit maplru"
 if command -v java >/dev/null && command -v javac >/dev/null && [ -f "$jar" ]; then
 	javac -d "$tmp" -cp "$jar" "$here/CaffeineBench.java"
-	contenders="admit caffeine maplru"
+	contenders="admit caffeine caffeine-caller maplru"
 else
 	echo "bench_caffeine: java, javac or $jar missing (apt-get install default-jdk-headless libcaffeine-java): Caffeine skipped"
 fi
@@ -37,6 +42,8 @@ echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs; commit $(g
 run() { # cache mix threads
 	if [ "$1" = caffeine ]; then
 		java -cp "$jar:$tmp" CaffeineBench "$tmp/ops" "$3" "$2" 100000 3
+	elif [ "$1" = caffeine-caller ]; then
+		java -cp "$jar:$tmp" CaffeineBench "$tmp/ops" "$3" "$2" 100000 3 caller
 	else
 		"$prog" --stream "$tmp/ops" --cache "$1" --mix "$2" --threads "$3" --passes 3
 	fi
@@ -64,28 +71,48 @@ function median(key,   n, i, j, t, v) {
 			if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
 	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
 }
+function cell(v, fmt) { return v ? sprintf(fmt, v) : "-" }
+function ratio(a, b) { return (a && b) ? sprintf("%.2f", a / b) : "-" }
 {
 	for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 	key = f["cache"] " " f["mix"] " " f["threads"]
 	vals[key] = vals[key] " " f["mops"]
+	vals["cpu " key] = vals["cpu " key] " " f["cpu_ns"]
 	hit[key] = f["hit"]
 	seen[f["cache"]] = 1
 }
 END {
-	printf "\n%-18s %10s %10s %10s %9s %9s %8s\n", "medians (M ops/s)", "admit_lru",
-	       "Caffeine", "map+LRU", "/Caffeine", "/map+LRU", "hit a/C"
+	printf "\n%-18s %9s %9s %9s %9s %9s %9s %9s %11s\n", "medians (M ops/s)",
+	       "admit_lru", "Caffeine", "Caf.call", "map+LRU", "/Caffeine",
+	       "/Caf.call", "/map+LRU", "hit a/C"
 	for (mix = 95; mix <= 100; mix += 5)
 		for (t = 1; t <= 2; t++) {
-			a = median("admit " mix " " t); m = median("maplru " mix " " t)
-			c = ("caffeine" in seen) ? median("caffeine " mix " " t) : 0
-			printf "%-18s %10.2f %10s %10.2f %9s %9.2f %8s\n",
+			k = mix " " t
+			a = median("admit " k); m = median("maplru " k)
+			c = ("caffeine" in seen) ? median("caffeine " k) : 0
+			cc = ("caffeine-caller" in seen) ? median("caffeine-caller " k) : 0
+			printf "%-18s %9.2f %9s %9s %9.2f %9s %9s %9.2f %11s\n",
 			       (mix == 95 ? "95% gets" : "100% gets") ", " t " thr", a,
-			       c ? sprintf("%.2f", c) : "-", m,
-			       c ? sprintf("%.2f", a / c) : "-", a / m,
-			       sprintf("%.3f/%s", hit["admit " mix " " t],
-			               c ? sprintf("%.3f", hit["caffeine " mix " " t]) : "-")
+			       cell(c, "%.2f"), cell(cc, "%.2f"), m, ratio(a, c),
+			       ratio(a, cc), a / m,
+			       sprintf("%.3f/%s", hit["admit " k],
+			               c ? sprintf("%.3f", hit["caffeine " k]) : "-")
 		}
 	for (mix = 95; mix <= 100; mix += 5)
 		printf "admit_lru 2 threads / 1 thread, %d%% gets: %.2f\n", mix,
 		       median("admit " mix " 2") / median("admit " mix " 1")
+	printf "\n%-18s %9s %9s %9s %9s %12s %12s\n", "medians (CPU ns/op)",
+	       "admit_lru", "Caffeine", "Caf.call", "map+LRU", "Caffeine/a",
+	       "Caf.call/a"
+	for (mix = 95; mix <= 100; mix += 5)
+		for (t = 1; t <= 2; t++) {
+			k = mix " " t
+			a = median("cpu admit " k); m = median("cpu maplru " k)
+			c = ("caffeine" in seen) ? median("cpu caffeine " k) : 0
+			cc = ("caffeine-caller" in seen) ? median("cpu caffeine-caller " k) : 0
+			printf "%-18s %9.1f %9s %9s %9.1f %12s %12s\n",
+			       (mix == 95 ? "95% gets" : "100% gets") ", " t " thr", a,
+			       cell(c, "%.1f"), cell(cc, "%.1f"), m, ratio(c, a),
+			       ratio(cc, a)
+		}
 }' "$tmp/results"
