@@ -73,6 +73,10 @@ function median(key,   n, i, j, t, v) {
 }
 function cell(v, fmt) { return v ? sprintf(fmt, v) : "-" }
 function ratio(a, b) { return (a && b) ? sprintf("%.2f", a / b) : "-" }
+# The median "mops" (what "") or "cpu_ns" (what "cpu ") of contender c
+# at k, 0 when c did not run.
+function of(what, c, k) { return (c in seen) ? median(what c " " k) : 0 }
+function label(mix, t) { return (mix == 95 ? "95% gets" : "100% gets") ", " t " thr" }
 {
 	for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 	key = f["cache"] " " f["mix"] " " f["threads"]
@@ -88,31 +92,27 @@ END {
 	for (mix = 95; mix <= 100; mix += 5)
 		for (t = 1; t <= 2; t++) {
 			k = mix " " t
-			a = median("admit " k); m = median("maplru " k)
-			c = ("caffeine" in seen) ? median("caffeine " k) : 0
-			cc = ("caffeine-caller" in seen) ? median("caffeine-caller " k) : 0
+			a = of("", "admit", k); m = of("", "maplru", k)
+			c = of("", "caffeine", k); cc = of("", "caffeine-caller", k)
 			printf "%-18s %9.2f %9s %9s %9.2f %9s %9s %9.2f %11s\n",
-			       (mix == 95 ? "95% gets" : "100% gets") ", " t " thr", a,
-			       cell(c, "%.2f"), cell(cc, "%.2f"), m, ratio(a, c),
-			       ratio(a, cc), a / m,
+			       label(mix, t), a, cell(c, "%.2f"), cell(cc, "%.2f"), m,
+			       ratio(a, c), ratio(a, cc), a / m,
 			       sprintf("%.3f/%s", hit["admit " k],
 			               c ? sprintf("%.3f", hit["caffeine " k]) : "-")
 		}
 	for (mix = 95; mix <= 100; mix += 5)
 		printf "admit_lru 2 threads / 1 thread, %d%% gets: %.2f\n", mix,
-		       median("admit " mix " 2") / median("admit " mix " 1")
+		       of("", "admit", mix " 2") / of("", "admit", mix " 1")
 	printf "\n%-18s %9s %9s %9s %9s %12s %12s\n", "medians (CPU ns/op)",
 	       "admit_lru", "Caffeine", "Caf.call", "map+LRU", "Caffeine/a",
 	       "Caf.call/a"
 	for (mix = 95; mix <= 100; mix += 5)
 		for (t = 1; t <= 2; t++) {
 			k = mix " " t
-			a = median("cpu admit " k); m = median("cpu maplru " k)
-			c = ("caffeine" in seen) ? median("cpu caffeine " k) : 0
-			cc = ("caffeine-caller" in seen) ? median("cpu caffeine-caller " k) : 0
-			printf "%-18s %9.1f %9s %9s %9.1f %12s %12s\n",
-			       (mix == 95 ? "95% gets" : "100% gets") ", " t " thr", a,
-			       cell(c, "%.1f"), cell(cc, "%.1f"), m, ratio(c, a),
+			a = of("cpu ", "admit", k); m = of("cpu ", "maplru", k)
+			c = of("cpu ", "caffeine", k); cc = of("cpu ", "caffeine-caller", k)
+			printf "%-18s %9.1f %9s %9s %9.1f %12s %12s\n", label(mix, t),
+			       a, cell(c, "%.1f"), cell(cc, "%.1f"), m, ratio(c, a),
 			       ratio(cc, a)
 		}
 }' "$tmp/results"
