@@ -1,12 +1,15 @@
 #include "config.h"
 #include "alloc.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/types.h>
 
 /* The fuzz targets define ADMIT_NO_JEMALLOC, as AddressSanitizer must see
  * every allocation, and so does the Redis module's core: a server that
@@ -115,6 +118,168 @@ advise_huge(void *p, size_t size)
 #else
 	(void)p;
 	(void)size;
+#endif
+}
+
+/* ---- the dense arena ----------------------------------------------------- */
+
+#ifdef USE_JEMALLOC
+/*
+ * The arena's extent hooks.  An extent is anonymous memory mapped 2 MiB
+ * aligned when it is 2 MiB or more (jemalloc grows an arena by extents of
+ * 2 MiB and up) and advised huge.  It is never given back (dalloc refuses,
+ * so jemalloc retains it; no purge, commit or decommit hook, so its pages
+ * stay as they are); split and merge only change jemalloc's bookkeeping of
+ * memory that stays mapped.
+ */
+static void *
+dense_extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
+                   size_t alignment, bool *zero, bool *commit, unsigned arena)
+{
+	size_t align = alignment, span;
+	uintptr_t raw, p;
+
+	(void)hooks;
+	(void)arena;
+	if (new_addr)
+		return NULL;  /* only where the kernel puts it */
+	if (size >= HUGE_PAGE && align < HUGE_PAGE)
+		align = HUGE_PAGE;
+	if (align < 4096)
+		align = 4096;
+	if (size > SIZE_MAX - align)
+		return NULL;
+	span = size + align;
+	raw = (uintptr_t)mmap(NULL, span, PROT_READ | PROT_WRITE,
+	                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if ((void *)raw == MAP_FAILED)
+		return NULL;
+	p = (raw + align - 1) & ~(uintptr_t)(align - 1);
+	if (p > raw)
+		munmap((void *)raw, p - raw);
+	if (raw + span > p + size)
+		munmap((void *)(p + size), raw + span - (p + size));
+#ifdef MADV_HUGEPAGE
+	/* The whole extent, its tail past the last 2 MiB boundary too: the
+	 * kernel merges it with the next extent's mapping when they meet. */
+	(void)madvise((void *)p, size, MADV_HUGEPAGE);
+#endif
+	*zero = true;
+	*commit = true;
+	return (void *)p;
+}
+
+static bool
+dense_extent_dalloc(extent_hooks_t *hooks, void *addr, size_t size,
+                    bool committed, unsigned arena)
+{
+	(void)hooks, (void)addr, (void)size, (void)committed, (void)arena;
+	return true;  /* kept: jemalloc retains it for reuse */
+}
+
+static void
+dense_extent_destroy(extent_hooks_t *hooks, void *addr, size_t size,
+                     bool committed, unsigned arena)
+{
+	(void)hooks, (void)committed, (void)arena;
+	munmap(addr, size);
+}
+
+static bool
+dense_extent_split(extent_hooks_t *hooks, void *addr, size_t size,
+                   size_t size_a, size_t size_b, bool committed, unsigned arena)
+{
+	(void)hooks, (void)addr, (void)size, (void)size_a, (void)size_b;
+	(void)committed, (void)arena;
+	return false;  /* done: both parts stay mapped */
+}
+
+static bool
+dense_extent_merge(extent_hooks_t *hooks, void *addr_a, size_t size_a,
+                   void *addr_b, size_t size_b, bool committed, unsigned arena)
+{
+	(void)hooks, (void)addr_a, (void)size_a, (void)addr_b, (void)size_b;
+	(void)committed, (void)arena;
+	return false;  /* done: jemalloc merges only adjacent extents */
+}
+
+static extent_hooks_t dense_hooks = {
+	.alloc = dense_extent_alloc,
+	.dalloc = dense_extent_dalloc,
+	.destroy = dense_extent_destroy,
+	.split = dense_extent_split,
+	.merge = dense_extent_merge,
+};
+
+/* mallocx flags for the dense arena: set once by dense_init (0, jemalloc's
+ * default arena and thread cache, if the arena could not be made). */
+static _Atomic int dense_flags;
+static pthread_once_t dense_once = PTHREAD_ONCE_INIT;
+
+static void
+dense_init(void)
+{
+	extent_hooks_t *h = &dense_hooks;
+	unsigned ind;
+	size_t sz = sizeof(ind);
+	char name[64];
+	ssize_t never = -1;
+
+	if (mallctl("arenas.create", &ind, &sz, &h, sizeof(h)) != 0)
+		return;
+	/* No decay: nothing to purge with (see the hooks). */
+	snprintf(name, sizeof(name), "arena.%u.dirty_decay_ms", ind);
+	(void)mallctl(name, NULL, NULL, &never, sizeof(never));
+	snprintf(name, sizeof(name), "arena.%u.muzzy_decay_ms", ind);
+	(void)mallctl(name, NULL, NULL, &never, sizeof(never));
+	/* No thread cache: a thread's cache would hand out other arenas'
+	 * memory of the same size class and keep this arena's. */
+	/* relaxed: pthread_once orders it before every load. */
+	atomic_store_explicit(&dense_flags, MALLOCX_ARENA(ind) | MALLOCX_TCACHE_NONE,
+	                      memory_order_relaxed);
+}
+
+static int
+dense(int flags)
+{
+	(void)pthread_once(&dense_once, dense_init);
+	/* relaxed: as in dense_init. */
+	return atomic_load_explicit(&dense_flags, memory_order_relaxed) | flags;
+}
+#endif
+
+void *
+admit_dense_malloc(size_t size)
+{
+	if (injected_failure())
+		return NULL;
+#ifdef USE_JEMALLOC
+	return mallocx(size ? size : 1, dense(0));
+#else
+	return malloc(size ? size : 1);
+#endif
+}
+
+void *
+admit_dense_calloc(size_t size)
+{
+	if (injected_failure())
+		return NULL;
+#ifdef USE_JEMALLOC
+	return mallocx(size ? size : 1, dense(MALLOCX_ZERO));
+#else
+	return calloc(1, size ? size : 1);
+#endif
+}
+
+void
+admit_dense_free(void *p)
+{
+#ifdef USE_JEMALLOC
+	if (p)
+		dallocx(p, MALLOCX_TCACHE_NONE);
+#else
+	free(p);
 #endif
 }
 
