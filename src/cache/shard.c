@@ -291,14 +291,14 @@ struct entry *
 shard_entry_new(const struct admit_lru *c, uint64_t h, const void *key,
                 size_t klen, size_t vlen, bool timer)
 {
-	struct entry *e = admit_malloc(admit_expiry_entry_size(klen, vlen, timer));
+	struct entry *e = admit_dense_malloc(admit_expiry_entry_size(klen, vlen, timer));
 
 	if (!e)
 		return NULL;
 	if (!admit_index_taggable(e)) {
 		/* An address the index cannot tag (index.h): none on
 		 * x86-64 or AArch64, whose user addresses stay below 2^48. */
-		admit_free(e);
+		admit_dense_free(e);
 		return NULL;
 	}
 	e->hash = h;
@@ -442,7 +442,7 @@ shard_destroy(struct shard *s)
 
 		for (n = h->next; n != h; n = nn) {
 			nn = n->next;
-			admit_free(admit_entry_of(n));
+			admit_dense_free(admit_entry_of(n));
 		}
 	}
 	admit_reclaim_destroy(&s->rec);
