@@ -261,14 +261,18 @@ admit_dense_malloc(size_t size)
 }
 
 void *
-admit_dense_calloc(size_t size)
+admit_dense_calloc(size_t n, size_t size)
 {
 	if (injected_failure())
 		return NULL;
+	n = n ? n : 1;
+	size = size ? size : 1;
 #ifdef USE_JEMALLOC
-	return mallocx(size ? size : 1, dense(MALLOCX_ZERO));
+	if (size > SIZE_MAX / n)
+		return NULL;
+	return mallocx(n * size, dense(MALLOCX_ZERO));
 #else
-	return calloc(1, size ? size : 1);
+	return calloc(n, size);
 #endif
 }
 
@@ -296,7 +300,8 @@ admit_table_alloc(size_t size)
 #ifdef USE_JEMALLOC
 	/* jemalloc knows fresh extents are zero and does not touch them, so
 	 * the advice below still comes before the first fault. */
-	p = mallocx(size, MALLOCX_ALIGN(align) | MALLOCX_ZERO);
+	p = mallocx(size, MALLOCX_ALIGN(align) | MALLOCX_ZERO |
+	               (size < HUGE_PAGE ? dense(0) : 0));
 	if (p)
 		advise_huge(p, size);
 #else
@@ -314,7 +319,8 @@ admit_table_free(void *p, size_t size)
 	if (!p)
 		return;
 #ifdef USE_JEMALLOC
-	sdallocx(p, size, MALLOCX_ALIGN(size >= HUGE_PAGE ? HUGE_PAGE : CACHELINE));
+	sdallocx(p, size, MALLOCX_ALIGN(size >= HUGE_PAGE ? HUGE_PAGE : CACHELINE) |
+	         MALLOCX_TCACHE_NONE);
 #else
 	(void)size;
 	free(p);

@@ -19,8 +19,10 @@ void *admit_calloc(size_t n, size_t size);
 void  admit_free(void *p);
 
 /*
- * Cache entries and the index tables that point at them: many small
- * objects that reads reach at random.  With jemalloc they come from one
+ * Cache entries, the index tables that point at them, and the other small
+ * structures that every request reaches at random (the sketches' tables
+ * under 2 MiB through admit_table_alloc, the simulation's nodes, the
+ * policy's ghosts).  With jemalloc they come from one
  * arena of the process whose memory is mapped 2 MiB aligned and advised
  * into transparent huge pages, so that the lookups' misses do not each
  * add a TLB miss (a page walk; a two-level one under a hypervisor).  The
@@ -31,13 +33,15 @@ void  admit_free(void *p);
  * Thread-safety: any thread.
  */
 void *admit_dense_malloc(size_t size);
-void *admit_dense_calloc(size_t size);
+void *admit_dense_calloc(size_t n, size_t size);
 void  admit_dense_free(void *p);
 
 /*
  * A zeroed, cache-line aligned table.  Tables of 2 MiB or more are aligned to
  * 2 MiB and advised into transparent huge pages: a lookup in a big table is
  * two random cache misses, and a TLB miss on top of each costs as much again.
+ * Smaller ones come from the dense arena, huge pages shared with the other
+ * small structures.
  */
 void *admit_table_alloc(size_t size);
 void  admit_table_free(void *p, size_t size);

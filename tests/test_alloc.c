@@ -1,6 +1,6 @@
 /*
- * The allocator (alloc.h): the dense arena that holds cache entries and
- * index tables.  Its allocations are usable, zeroed when asked, counted by
+ * The allocator (alloc.h): the dense arena that holds cache entries, index
+ * tables and the other small structures requests reach at random.  Its allocations are usable, zeroed when asked, counted by
  * fault injection and, with jemalloc, placed in memory advised into huge
  * pages, which a thread cache full of another arena's regions of the same
  * size must not change.
@@ -39,7 +39,7 @@ START_TEST(dense_is_usable)
 	}
 	for (unsigned i = 0; i < N; i++)
 		ck_assert_uint_eq(((unsigned char *)obj[i])[SIZE - 1], i & 0xff);
-	z = admit_dense_calloc(1000);
+	z = admit_dense_calloc(1000, 1);
 	ck_assert_ptr_nonnull(z);
 	for (unsigned i = 0; i < 1000; i++)
 		ck_assert_uint_eq(z[i], 0);
@@ -55,7 +55,7 @@ START_TEST(dense_fails_when_told)
 	admit_alloc_fail_nth(1);
 	ck_assert_ptr_null(admit_dense_malloc(SIZE));
 	admit_alloc_fail_nth(1);
-	ck_assert_ptr_null(admit_dense_calloc(SIZE));
+	ck_assert_ptr_null(admit_dense_calloc(1, SIZE));
 	admit_alloc_fail_nth(0);
 	obj[0] = admit_dense_malloc(SIZE);
 	ck_assert_ptr_nonnull(obj[0]);
@@ -120,6 +120,11 @@ START_TEST(dense_is_advised_huge)
 	ck_assert_int_eq(advised_huge(&huge), 0);  /* the stack is not */
 	for (unsigned i = 0; i < N; i++)
 		admit_dense_free(obj[i]);
+	/* A table under 2 MiB comes from the dense arena too. */
+	obj[0] = admit_table_alloc(64 << 10);
+	ck_assert_ptr_nonnull(obj[0]);
+	ck_assert_int_eq(advised_huge(obj[0]), 1);
+	admit_table_free(obj[0], 64 << 10);
 #else
 	printf("dense_is_advised_huge: built without jemalloc; skipped\n");
 #endif

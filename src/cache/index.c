@@ -26,7 +26,7 @@ table_new(size_t nbuckets, _Atomic uint64_t *pending)
 
 	if (nbuckets > (SIZE_MAX - sizeof(*t)) / sizeof(t->bucket[0]))
 		return NULL;
-	t = admit_dense_calloc(sizeof(*t) + nbuckets * sizeof(t->bucket[0]));
+	t = admit_dense_calloc(1, sizeof(*t) + nbuckets * sizeof(t->bucket[0]));
 	if (t) {
 		t->pending = pending;
 		t->nbuckets = nbuckets;
