@@ -211,10 +211,27 @@ static extent_hooks_t dense_hooks = {
 	.merge = dense_extent_merge,
 };
 
-/* mallocx flags for the dense arena: set once by dense_init (0, jemalloc's
- * default arena and thread cache, if the arena could not be made). */
-static _Atomic int dense_flags;
+/* MALLOCX_ARENA of the dense arena, set once by dense_init (0, jemalloc's
+ * default arena and thread cache, if it could not be made). */
+static _Atomic int dense_arena;
 static pthread_once_t dense_once = PTHREAD_ONCE_INIT;
+/* Each thread's own cache of the dense arena's regions: the index jemalloc
+ * gave it + 1 (0: none yet), destroyed, its regions given back, when the
+ * thread exits.  A thread cache of its own, used with no other arena, holds
+ * this arena's memory only; the thread's automatic cache would mix in the
+ * default arena's regions of the same size classes.  initial-exec: one
+ * instruction, not a call to __tls_get_addr. */
+static _Thread_local unsigned dense_tcache
+	__attribute__((tls_model("initial-exec")));
+static pthread_key_t dense_exit;
+
+static void
+dense_tcache_destroy(void *v)
+{
+	unsigned ind = (unsigned)(uintptr_t)v - 1;
+
+	(void)mallctl("tcache.destroy", NULL, NULL, &ind, sizeof(ind));
+}
 
 static void
 dense_init(void)
@@ -227,24 +244,43 @@ dense_init(void)
 
 	if (mallctl("arenas.create", &ind, &sz, &h, sizeof(h)) != 0)
 		return;
+	if (pthread_key_create(&dense_exit, dense_tcache_destroy) != 0)
+		return;
 	/* No decay: nothing to purge with (see the hooks). */
 	snprintf(name, sizeof(name), "arena.%u.dirty_decay_ms", ind);
 	(void)mallctl(name, NULL, NULL, &never, sizeof(never));
 	snprintf(name, sizeof(name), "arena.%u.muzzy_decay_ms", ind);
 	(void)mallctl(name, NULL, NULL, &never, sizeof(never));
-	/* No thread cache: a thread's cache would hand out other arenas'
-	 * memory of the same size class and keep this arena's. */
 	/* relaxed: pthread_once orders it before every load. */
-	atomic_store_explicit(&dense_flags, MALLOCX_ARENA(ind) | MALLOCX_TCACHE_NONE,
+	atomic_store_explicit(&dense_arena, MALLOCX_ARENA(ind),
 	                      memory_order_relaxed);
 }
 
+/* mallocx and dallocx flags for the dense arena's memory: its arena and
+ * this thread's cache of it (none if jemalloc could not make one). */
 static int
 dense(int flags)
 {
+	int arena;
+	unsigned ind;
+	size_t sz = sizeof(ind);
+
 	(void)pthread_once(&dense_once, dense_init);
 	/* relaxed: as in dense_init. */
-	return atomic_load_explicit(&dense_flags, memory_order_relaxed) | flags;
+	arena = atomic_load_explicit(&dense_arena, memory_order_relaxed);
+	if (!arena)
+		return flags;
+	if (__builtin_expect(dense_tcache == 0, 0)) {
+		if (mallctl("tcache.create", &ind, &sz, NULL, 0) != 0)
+			return arena | MALLOCX_TCACHE_NONE | flags;
+		if (pthread_setspecific(dense_exit,
+		                        (void *)(uintptr_t)(ind + 1)) != 0) {
+			dense_tcache_destroy((void *)(uintptr_t)(ind + 1));
+			return arena | MALLOCX_TCACHE_NONE | flags;
+		}
+		dense_tcache = ind + 1;
+	}
+	return arena | MALLOCX_TCACHE(dense_tcache - 1) | flags;
 }
 #endif
 
@@ -281,7 +317,7 @@ admit_dense_free(void *p)
 {
 #ifdef USE_JEMALLOC
 	if (p)
-		dallocx(p, MALLOCX_TCACHE_NONE);
+		dallocx(p, dense(0));
 #else
 	free(p);
 #endif
@@ -319,8 +355,10 @@ admit_table_free(void *p, size_t size)
 	if (!p)
 		return;
 #ifdef USE_JEMALLOC
-	sdallocx(p, size, MALLOCX_ALIGN(size >= HUGE_PAGE ? HUGE_PAGE : CACHELINE) |
-	         MALLOCX_TCACHE_NONE);
+	if (size >= HUGE_PAGE)
+		sdallocx(p, size, MALLOCX_ALIGN(HUGE_PAGE));
+	else
+		sdallocx(p, size, MALLOCX_ALIGN(CACHELINE) | dense(0));
 #else
 	(void)size;
 	free(p);
