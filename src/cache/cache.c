@@ -317,6 +317,7 @@ set_entry(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	e = shard_entry_new(c, h, key, klen, vlen, expires_at != 0);
 	if (!e)
 		return ADMIT_NOMEM;
+	shard_prefetch_store(s, e);
 	copy_parts(e->data + klen, parts, nparts);
 	if (admit_adapt_watches(c->adapt, h))
 		c->adapt->ops->on_set(c->adapt, h, c->by_bytes ? charge : 1);

@@ -226,6 +226,18 @@ shard_remove_locked(struct shard *s, struct entry *e)
 	unindex_locked(s, e);
 }
 
+void
+shard_prefetch_store(struct shard *s, const struct entry *e)
+{
+	_Atomic unsigned long *r = admit_rcu_read_begin();
+	struct tinylfu_where w;
+
+	admit_index_prefetch(&s->ix, e->hash);
+	admit_rcu_read_end(r);
+	if (s->c->tlfu)
+		tinylfu_prefetch_batch(s->c->tlfu, &e->hash, &e->place, 1, &w);
+}
+
 struct entry *
 shard_find_live_locked(struct shard *s, uint64_t h, const void *key,
                        size_t klen, _Atomic uintptr_t **where)
