@@ -25,11 +25,13 @@ void  admit_free(void *p);
  * policy's ghosts).  With jemalloc they come from one
  * arena of the process whose memory is mapped 2 MiB aligned and advised
  * into transparent huge pages, so that the lookups' misses do not each
- * add a TLB miss (a page walk; a two-level one under a hypervisor).  The
- * arena keeps what it mapped: its pages are reused by later entries, never
- * purged (a purge would split the huge pages), so a process's footprint
- * stays at the most its caches held at once.  admit_dense_free() takes
- * only what these two gave.  Without jemalloc: malloc, calloc and free.
+ * add a TLB miss (a page walk; a two-level one under a hypervisor), through
+ * a thread cache of each thread's own that holds this arena's regions only.
+ * The arena keeps what it mapped: its pages are reused by later entries,
+ * never purged (a purge would split the huge pages), so a process's
+ * footprint stays at the most its caches held at once.  admit_dense_free()
+ * takes only what these two gave.  Without jemalloc: malloc, calloc and
+ * free.
  * Thread-safety: any thread.
  */
 void *admit_dense_malloc(size_t size);
