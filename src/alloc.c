@@ -62,9 +62,9 @@ injected_failure(void)
 }
 
 /*
- * Small allocations (cache entries, index arrays) go to jemalloc by name:
- * linking it into libadmit does not make it the process's malloc, since the
- * executable's own libc comes first in symbol lookup.  lru.c frees entries
+ * Small allocations go to jemalloc by name: linking it into libadmit does
+ * not make it the process's malloc, since the executable's own libc comes
+ * first in symbol lookup.  The cache frees its entries (dense arena, below)
  * in batches after an RCU grace period rather than as they are replaced,
  * which glibc's per-thread cache handled badly (bench/README.md: a cache_sim
  * replay took 1.62 s of CPU on glibc, 1.27 s on jemalloc).
