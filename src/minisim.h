@@ -26,7 +26,7 @@
 /* Mini caches, one per configuration of admit_minisim_configs. */
 #define ADMIT_MINISIM_N 10
 /* Index of plain LRU among them. */
-#define ADMIT_MINISIM_LRU 7
+#define ADMIT_MINISIM_LRU 6
 /* Index of LIRS among them. */
 #define ADMIT_MINISIM_LIRS 9
 /* Index of the configuration a cache starts with: LIRS, whose state (which

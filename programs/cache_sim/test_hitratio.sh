@@ -286,7 +286,7 @@ done >>"$tmp/rules"
 		scan-hot:1000 scan-hot:2500 scan-hot:5000; do
 		t=builtin-${w%:*} s=${w#*:}
 		case $w in
-		zigzag:250) echo "$t $s adaptive short lru-0.5 21.64" ;;
+		zigzag:250) echo "$t $s adaptive short lru-0.5 22.01" ;;
 		zigzag:500) echo "$t $s adaptive short lru-0.5 45.00" ;;
 		*) echo "$t $s adaptive ge lru-0.5" ;;
 		esac
