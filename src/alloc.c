@@ -69,43 +69,57 @@ injected_failure(void)
  * which glibc's per-thread cache handled badly (bench/README.md: a cache_sim
  * replay took 1.62 s of CPU on glibc, 1.27 s on jemalloc).
  */
-void *
-admit_malloc(size_t size)
-{
-	if (injected_failure())
-		return NULL;
 #ifdef USE_JEMALLOC
-	return mallocx(size ? size : 1, 0);
-#else
-	return malloc(size ? size : 1);
+static int dense(int flags);
 #endif
-}
 
-void *
-admit_calloc(size_t n, size_t size)
+/* n * size bytes, zeroed if zero, from the dense arena if in_dense. */
+static void *
+alloc_n(size_t n, size_t size, bool zero, bool in_dense)
 {
 	if (injected_failure())
 		return NULL;
 	n = n ? n : 1;
 	size = size ? size : 1;
-#ifdef USE_JEMALLOC
 	if (size > SIZE_MAX / n)
 		return NULL;
-	return mallocx(n * size, MALLOCX_ZERO);
+#ifdef USE_JEMALLOC
+	return mallocx(n * size, (zero ? MALLOCX_ZERO : 0) |
+	                         (in_dense ? dense(0) : 0));
 #else
-	return calloc(n, size);
+	(void)in_dense;
+	return zero ? calloc(n, size) : malloc(n * size);
 #endif
+}
+
+static void
+free_from(void *p, bool in_dense)
+{
+#ifdef USE_JEMALLOC
+	if (p)
+		dallocx(p, in_dense ? dense(0) : 0);
+#else
+	(void)in_dense;
+	free(p);
+#endif
+}
+
+void *
+admit_malloc(size_t size)
+{
+	return alloc_n(1, size, false, false);
+}
+
+void *
+admit_calloc(size_t n, size_t size)
+{
+	return alloc_n(n, size, true, false);
 }
 
 void
 admit_free(void *p)
 {
-#ifdef USE_JEMALLOC
-	if (p)
-		dallocx(p, 0);
-#else
-	free(p);
-#endif
+	free_from(p, false);
 }
 
 /* Advice only: a kernel without THP says no and we run on 4 KiB pages. */
@@ -287,40 +301,19 @@ dense(int flags)
 void *
 admit_dense_malloc(size_t size)
 {
-	if (injected_failure())
-		return NULL;
-#ifdef USE_JEMALLOC
-	return mallocx(size ? size : 1, dense(0));
-#else
-	return malloc(size ? size : 1);
-#endif
+	return alloc_n(1, size, false, true);
 }
 
 void *
 admit_dense_calloc(size_t n, size_t size)
 {
-	if (injected_failure())
-		return NULL;
-	n = n ? n : 1;
-	size = size ? size : 1;
-#ifdef USE_JEMALLOC
-	if (size > SIZE_MAX / n)
-		return NULL;
-	return mallocx(n * size, dense(MALLOCX_ZERO));
-#else
-	return calloc(n, size);
-#endif
+	return alloc_n(n, size, true, true);
 }
 
 void
 admit_dense_free(void *p)
 {
-#ifdef USE_JEMALLOC
-	if (p)
-		dallocx(p, dense(0));
-#else
-	free(p);
-#endif
+	free_from(p, true);
 }
 
 void *
