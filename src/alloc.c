@@ -1,15 +1,12 @@
 #include "config.h"
 #include "alloc.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/types.h>
 
 /* The fuzz targets define ADMIT_NO_JEMALLOC, as AddressSanitizer must see
  * every allocation, and so does the Redis module's core: a server that
@@ -62,64 +59,50 @@ injected_failure(void)
 }
 
 /*
- * Small allocations go to jemalloc by name: linking it into libadmit does
- * not make it the process's malloc, since the executable's own libc comes
- * first in symbol lookup.  The cache frees its entries (dense arena, below)
+ * Small allocations (cache entries, index arrays) go to jemalloc by name:
+ * linking it into libadmit does not make it the process's malloc, since the
+ * executable's own libc comes first in symbol lookup.  lru.c frees entries
  * in batches after an RCU grace period rather than as they are replaced,
  * which glibc's per-thread cache handled badly (bench/README.md: a cache_sim
  * replay took 1.62 s of CPU on glibc, 1.27 s on jemalloc).
  */
-#ifdef USE_JEMALLOC
-static int dense(int flags);
-#endif
-
-/* n * size bytes, zeroed if zero, from the dense arena if in_dense. */
-static void *
-alloc_n(size_t n, size_t size, bool zero, bool in_dense)
-{
-	if (injected_failure())
-		return NULL;
-	n = n ? n : 1;
-	size = size ? size : 1;
-	if (size > SIZE_MAX / n)
-		return NULL;
-#ifdef USE_JEMALLOC
-	return mallocx(n * size, (zero ? MALLOCX_ZERO : 0) |
-	                         (in_dense ? dense(0) : 0));
-#else
-	(void)in_dense;
-	return zero ? calloc(n, size) : malloc(n * size);
-#endif
-}
-
-static void
-free_from(void *p, bool in_dense)
-{
-#ifdef USE_JEMALLOC
-	if (p)
-		dallocx(p, in_dense ? dense(0) : 0);
-#else
-	(void)in_dense;
-	free(p);
-#endif
-}
-
 void *
 admit_malloc(size_t size)
 {
-	return alloc_n(1, size, false, false);
+	if (injected_failure())
+		return NULL;
+#ifdef USE_JEMALLOC
+	return mallocx(size ? size : 1, 0);
+#else
+	return malloc(size ? size : 1);
+#endif
 }
 
 void *
 admit_calloc(size_t n, size_t size)
 {
-	return alloc_n(n, size, true, false);
+	if (injected_failure())
+		return NULL;
+	n = n ? n : 1;
+	size = size ? size : 1;
+#ifdef USE_JEMALLOC
+	if (size > SIZE_MAX / n)
+		return NULL;
+	return mallocx(n * size, MALLOCX_ZERO);
+#else
+	return calloc(n, size);
+#endif
 }
 
 void
 admit_free(void *p)
 {
-	free_from(p, false);
+#ifdef USE_JEMALLOC
+	if (p)
+		dallocx(p, 0);
+#else
+	free(p);
+#endif
 }
 
 /* Advice only: a kernel without THP says no and we run on 4 KiB pages. */
@@ -135,187 +118,6 @@ advise_huge(void *p, size_t size)
 #endif
 }
 
-/* ---- the dense arena ----------------------------------------------------- */
-
-#ifdef USE_JEMALLOC
-/*
- * The arena's extent hooks.  An extent is anonymous memory mapped 2 MiB
- * aligned when it is 2 MiB or more (jemalloc grows an arena by extents of
- * 2 MiB and up) and advised huge.  It is never given back (dalloc refuses,
- * so jemalloc retains it; no purge, commit or decommit hook, so its pages
- * stay as they are); split and merge only change jemalloc's bookkeeping of
- * memory that stays mapped.
- */
-static void *
-dense_extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
-                   size_t alignment, bool *zero, bool *commit, unsigned arena)
-{
-	size_t align = alignment, span;
-	uintptr_t raw, p;
-
-	(void)hooks;
-	(void)arena;
-	if (new_addr)
-		return NULL;  /* only where the kernel puts it */
-	if (size >= HUGE_PAGE && align < HUGE_PAGE)
-		align = HUGE_PAGE;
-	if (align < 4096)
-		align = 4096;
-	if (size > SIZE_MAX - align)
-		return NULL;
-	span = size + align;
-	raw = (uintptr_t)mmap(NULL, span, PROT_READ | PROT_WRITE,
-	                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if ((void *)raw == MAP_FAILED)
-		return NULL;
-	p = (raw + align - 1) & ~(uintptr_t)(align - 1);
-	if (p > raw)
-		munmap((void *)raw, p - raw);
-	if (raw + span > p + size)
-		munmap((void *)(p + size), raw + span - (p + size));
-#ifdef MADV_HUGEPAGE
-	/* The whole extent, its tail past the last 2 MiB boundary too: the
-	 * kernel merges it with the next extent's mapping when they meet. */
-	(void)madvise((void *)p, size, MADV_HUGEPAGE);
-#endif
-	*zero = true;
-	*commit = true;
-	return (void *)p;
-}
-
-static bool
-dense_extent_dalloc(extent_hooks_t *hooks, void *addr, size_t size,
-                    bool committed, unsigned arena)
-{
-	(void)hooks, (void)addr, (void)size, (void)committed, (void)arena;
-	return true;  /* kept: jemalloc retains it for reuse */
-}
-
-static void
-dense_extent_destroy(extent_hooks_t *hooks, void *addr, size_t size,
-                     bool committed, unsigned arena)
-{
-	(void)hooks, (void)committed, (void)arena;
-	munmap(addr, size);
-}
-
-static bool
-dense_extent_split(extent_hooks_t *hooks, void *addr, size_t size,
-                   size_t size_a, size_t size_b, bool committed, unsigned arena)
-{
-	(void)hooks, (void)addr, (void)size, (void)size_a, (void)size_b;
-	(void)committed, (void)arena;
-	return false;  /* done: both parts stay mapped */
-}
-
-static bool
-dense_extent_merge(extent_hooks_t *hooks, void *addr_a, size_t size_a,
-                   void *addr_b, size_t size_b, bool committed, unsigned arena)
-{
-	(void)hooks, (void)addr_a, (void)size_a, (void)addr_b, (void)size_b;
-	(void)committed, (void)arena;
-	return false;  /* done: jemalloc merges only adjacent extents */
-}
-
-static extent_hooks_t dense_hooks = {
-	.alloc = dense_extent_alloc,
-	.dalloc = dense_extent_dalloc,
-	.destroy = dense_extent_destroy,
-	.split = dense_extent_split,
-	.merge = dense_extent_merge,
-};
-
-/* MALLOCX_ARENA of the dense arena, set once by dense_init (0, jemalloc's
- * default arena and thread cache, if it could not be made). */
-static _Atomic int dense_arena;
-static pthread_once_t dense_once = PTHREAD_ONCE_INIT;
-/* Each thread's own cache of the dense arena's regions: the index jemalloc
- * gave it + 1 (0: none yet), destroyed, its regions given back, when the
- * thread exits.  A thread cache of its own, used with no other arena, holds
- * this arena's memory only; the thread's automatic cache would mix in the
- * default arena's regions of the same size classes.  initial-exec: one
- * instruction, not a call to __tls_get_addr. */
-static _Thread_local unsigned dense_tcache
-	__attribute__((tls_model("initial-exec")));
-static pthread_key_t dense_exit;
-
-static void
-dense_tcache_destroy(void *v)
-{
-	unsigned ind = (unsigned)(uintptr_t)v - 1;
-
-	(void)mallctl("tcache.destroy", NULL, NULL, &ind, sizeof(ind));
-}
-
-static void
-dense_init(void)
-{
-	extent_hooks_t *h = &dense_hooks;
-	unsigned ind;
-	size_t sz = sizeof(ind);
-	char name[64];
-	ssize_t never = -1;
-
-	if (mallctl("arenas.create", &ind, &sz, &h, sizeof(h)) != 0)
-		return;
-	if (pthread_key_create(&dense_exit, dense_tcache_destroy) != 0)
-		return;
-	/* No decay: nothing to purge with (see the hooks). */
-	snprintf(name, sizeof(name), "arena.%u.dirty_decay_ms", ind);
-	(void)mallctl(name, NULL, NULL, &never, sizeof(never));
-	snprintf(name, sizeof(name), "arena.%u.muzzy_decay_ms", ind);
-	(void)mallctl(name, NULL, NULL, &never, sizeof(never));
-	/* relaxed: pthread_once orders it before every load. */
-	atomic_store_explicit(&dense_arena, MALLOCX_ARENA(ind),
-	                      memory_order_relaxed);
-}
-
-/* mallocx and dallocx flags for the dense arena's memory: its arena and
- * this thread's cache of it (none if jemalloc could not make one). */
-static int
-dense(int flags)
-{
-	int arena;
-	unsigned ind;
-	size_t sz = sizeof(ind);
-
-	(void)pthread_once(&dense_once, dense_init);
-	/* relaxed: as in dense_init. */
-	arena = atomic_load_explicit(&dense_arena, memory_order_relaxed);
-	if (!arena)
-		return flags;
-	if (__builtin_expect(dense_tcache == 0, 0)) {
-		if (mallctl("tcache.create", &ind, &sz, NULL, 0) != 0)
-			return arena | MALLOCX_TCACHE_NONE | flags;
-		if (pthread_setspecific(dense_exit,
-		                        (void *)(uintptr_t)(ind + 1)) != 0) {
-			dense_tcache_destroy((void *)(uintptr_t)(ind + 1));
-			return arena | MALLOCX_TCACHE_NONE | flags;
-		}
-		dense_tcache = ind + 1;
-	}
-	return arena | MALLOCX_TCACHE(dense_tcache - 1) | flags;
-}
-#endif
-
-void *
-admit_dense_malloc(size_t size)
-{
-	return alloc_n(1, size, false, true);
-}
-
-void *
-admit_dense_calloc(size_t n, size_t size)
-{
-	return alloc_n(n, size, true, true);
-}
-
-void
-admit_dense_free(void *p)
-{
-	free_from(p, true);
-}
-
 void *
 admit_table_alloc(size_t size)
 {
@@ -329,8 +131,7 @@ admit_table_alloc(size_t size)
 #ifdef USE_JEMALLOC
 	/* jemalloc knows fresh extents are zero and does not touch them, so
 	 * the advice below still comes before the first fault. */
-	p = mallocx(size, MALLOCX_ALIGN(align) | MALLOCX_ZERO |
-	               (size < HUGE_PAGE ? dense(0) : 0));
+	p = mallocx(size, MALLOCX_ALIGN(align) | MALLOCX_ZERO);
 	if (p)
 		advise_huge(p, size);
 #else
@@ -348,10 +149,7 @@ admit_table_free(void *p, size_t size)
 	if (!p)
 		return;
 #ifdef USE_JEMALLOC
-	if (size >= HUGE_PAGE)
-		sdallocx(p, size, MALLOCX_ALIGN(HUGE_PAGE));
-	else
-		sdallocx(p, size, MALLOCX_ALIGN(CACHELINE) | dense(0));
+	sdallocx(p, size, MALLOCX_ALIGN(size >= HUGE_PAGE ? HUGE_PAGE : CACHELINE));
 #else
 	(void)size;
 	free(p);

@@ -19,31 +19,9 @@ void *admit_calloc(size_t n, size_t size);
 void  admit_free(void *p);
 
 /*
- * Cache entries, the index tables that point at them, and the other small
- * structures that every request reaches at random (the sketches' tables
- * under 2 MiB through admit_table_alloc, the simulation's nodes, the
- * policy's ghosts).  With jemalloc they come from one
- * arena of the process whose memory is mapped 2 MiB aligned and advised
- * into transparent huge pages, so that the lookups' misses do not each
- * add a TLB miss (a page walk; a two-level one under a hypervisor), through
- * a thread cache of each thread's own that holds this arena's regions only.
- * The arena keeps what it mapped: its pages are reused by later entries,
- * never purged (a purge would split the huge pages), so a process's
- * footprint stays at the most its caches held at once.  admit_dense_free()
- * takes only what these two gave.  Without jemalloc: malloc, calloc and
- * free.
- * Thread-safety: any thread.
- */
-void *admit_dense_malloc(size_t size);
-void *admit_dense_calloc(size_t n, size_t size);
-void  admit_dense_free(void *p);
-
-/*
  * A zeroed, cache-line aligned table.  Tables of 2 MiB or more are aligned to
  * 2 MiB and advised into transparent huge pages: a lookup in a big table is
  * two random cache misses, and a TLB miss on top of each costs as much again.
- * Smaller ones come from the dense arena, huge pages shared with the other
- * small structures.
  */
 void *admit_table_alloc(size_t size);
 void  admit_table_free(void *p, size_t size);

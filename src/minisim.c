@@ -206,8 +206,8 @@ admit_minisim_new(uint64_t max_weight, uint64_t entries,
 	m->admit_ctx = admit_ctx;
 	m->bytes = sizeof(*m);
 	for (unsigned i = 0; i < ADMIT_MINISIM_N; i++) {
-		m->pool[i] = admit_dense_malloc((nodes + 1) * sizeof(struct mnode));
-		m->bucket[i] = admit_dense_malloc(m->nbuckets * sizeof(uint32_t));
+		m->pool[i] = admit_malloc((nodes + 1) * sizeof(struct mnode));
+		m->bucket[i] = admit_malloc(m->nbuckets * sizeof(uint32_t));
 		if (!m->pool[i] || !m->bucket[i]) {
 			admit_minisim_free(m);
 			return NULL;
@@ -241,8 +241,8 @@ admit_minisim_free(struct admit_minisim *m)
 	if (!m)
 		return;
 	for (unsigned i = 0; i < ADMIT_MINISIM_N; i++) {
-		admit_dense_free(m->pool[i]);
-		admit_dense_free(m->bucket[i]);
+		admit_free(m->pool[i]);
+		admit_free(m->bucket[i]);
 		admit_policy_free(&m->mini[i].pol);
 	}
 	admit_free(m);

@@ -162,8 +162,8 @@ admit_policy_ghosts(struct admit_policy *p, uint64_t entries)
 
 	while (n < entries && n < (UINT64_C(1) << 40))
 		n *= 2;
-	admit_dense_free(p->ghost);
-	p->ghost = admit_dense_calloc(n, sizeof(*p->ghost));
+	admit_free(p->ghost);
+	p->ghost = admit_calloc(n, sizeof(*p->ghost));
 	p->ghost_mask = p->ghost ? n - 1 : 0;
 	return p->ghost != NULL;
 }
@@ -171,7 +171,7 @@ admit_policy_ghosts(struct admit_policy *p, uint64_t entries)
 void
 admit_policy_free(struct admit_policy *p)
 {
-	admit_dense_free(p->ghost);
+	admit_free(p->ghost);
 	p->ghost = NULL;
 	p->ghost_mask = 0;
 }

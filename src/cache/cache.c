@@ -317,7 +317,6 @@ set_entry(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	e = shard_entry_new(c, h, key, klen, vlen, expires_at != 0);
 	if (!e)
 		return ADMIT_NOMEM;
-	shard_prefetch_store(s, e);
 	copy_parts(e->data + klen, parts, nparts);
 	if (admit_adapt_watches(c->adapt, h))
 		c->adapt->ops->on_set(c->adapt, h, c->by_bytes ? charge : 1);
@@ -328,7 +327,7 @@ set_entry(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	shard_lock(s);
 	if (expires_at && !shard_time_locked(s, e, expires_at)) {
 		shard_unlock(s);
-		admit_dense_free(e);
+		admit_free(e);
 		return ADMIT_NOMEM;
 	}
 	/* After the drain, as compute records it, so that a read then a
@@ -483,7 +482,7 @@ admit_lru_update_alloc(struct admit_lru_update *up, size_t vlen)
 	if (!up)
 		return NULL;
 	u = (struct update *)((char *)up - offsetof(struct update, up));
-	admit_dense_free(u->e);
+	admit_free(u->e);
 	u->e = NULL;
 	u->st = ADMIT_ETOOBIG;
 	if (u->klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4 ||
@@ -564,7 +563,7 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	if (old)
 		s->st.hits++;
 	shard_unlock(s);
-	admit_dense_free(u.e);
+	admit_free(u.e);
 	/* One access: the adaptation sees a get. */
 	if (admit_adapt_watches(c->adapt, h))
 		c->adapt->ops->on_compute(c->adapt, h, recorded);

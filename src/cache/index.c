@@ -26,7 +26,7 @@ table_new(size_t nbuckets, _Atomic uint64_t *pending)
 
 	if (nbuckets > (SIZE_MAX - sizeof(*t)) / sizeof(t->bucket[0]))
 		return NULL;
-	t = admit_dense_calloc(1, sizeof(*t) + nbuckets * sizeof(t->bucket[0]));
+	t = admit_calloc(1, sizeof(*t) + nbuckets * sizeof(t->bucket[0]));
 	if (t) {
 		t->pending = pending;
 		t->nbuckets = nbuckets;
@@ -55,7 +55,7 @@ admit_index_init(struct admit_index *ix, uint64_t entries,
 void
 admit_index_destroy(struct admit_index *ix)
 {
-	admit_dense_free(admit_index_table_locked(ix));
+	admit_free(admit_index_table_locked(ix));
 }
 
 static _Atomic uintptr_t *
@@ -141,7 +141,7 @@ free_table(struct rcu_head *head)
 
 	admit_rcu_callback_begin();  /* before the first read of *t */
 	pending = t->pending;
-	admit_dense_free(t);
+	admit_free(t);
 	atomic_fetch_sub(pending, 1);
 	admit_rcu_callback_end();
 }

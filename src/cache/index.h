@@ -169,16 +169,6 @@ admit_index_read(struct admit_index *ix, uint64_t h, const void *key,
 	return *out || stripe_read_end(&r);
 }
 
-/* Starts loading h's bucket, for a writer about to take the lock; in a
- * read-side section, as admit_index_read. */
-static inline void
-admit_index_prefetch(struct admit_index *ix, uint64_t h)
-{
-	const struct admit_index_table *t = admit_rcu_deref(&ix->table);
-
-	__builtin_prefetch(&t->bucket[h & (t->nbuckets - 1)], 1);
-}
-
 /* The writer's view of the table. */
 static inline struct admit_index_table *
 admit_index_table_locked(struct admit_index *ix)

@@ -101,7 +101,7 @@ free_batch(struct admit_reclaim_batch *b)
 	for (size_t i = 0; i < b->count; i++)
 		__builtin_prefetch(b->e[i]);
 	for (size_t i = 0; i < b->count; i++)
-		admit_dense_free(b->e[i]);
+		admit_free(b->e[i]);
 	admit_free(b);
 }
 
@@ -144,7 +144,7 @@ admit_reclaim_destroy(struct admit_reclaim *r)
 
 	for (e = r->limbo; e; e = next) {
 		next = e->limbo;
-		admit_dense_free(e);
+		admit_free(e);
 	}
 	r->limbo = NULL;
 	r->nlimbo = 0;

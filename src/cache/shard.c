@@ -226,18 +226,6 @@ shard_remove_locked(struct shard *s, struct entry *e)
 	unindex_locked(s, e);
 }
 
-void
-shard_prefetch_store(struct shard *s, const struct entry *e)
-{
-	_Atomic unsigned long *r = admit_rcu_read_begin();
-	struct tinylfu_where w;
-
-	admit_index_prefetch(&s->ix, e->hash);
-	admit_rcu_read_end(r);
-	if (s->c->tlfu)
-		tinylfu_prefetch_batch(s->c->tlfu, &e->hash, &e->place, 1, &w);
-}
-
 struct entry *
 shard_find_live_locked(struct shard *s, uint64_t h, const void *key,
                        size_t klen, _Atomic uintptr_t **where)
@@ -303,14 +291,14 @@ struct entry *
 shard_entry_new(const struct admit_lru *c, uint64_t h, const void *key,
                 size_t klen, size_t vlen, bool timer)
 {
-	struct entry *e = admit_dense_malloc(admit_expiry_entry_size(klen, vlen, timer));
+	struct entry *e = admit_malloc(admit_expiry_entry_size(klen, vlen, timer));
 
 	if (!e)
 		return NULL;
 	if (!admit_index_taggable(e)) {
 		/* An address the index cannot tag (index.h): none on
 		 * x86-64 or AArch64, whose user addresses stay below 2^48. */
-		admit_dense_free(e);
+		admit_free(e);
 		return NULL;
 	}
 	e->hash = h;
@@ -454,7 +442,7 @@ shard_destroy(struct shard *s)
 
 		for (n = h->next; n != h; n = nn) {
 			nn = n->next;
-			admit_dense_free(admit_entry_of(n));
+			admit_free(admit_entry_of(n));
 		}
 	}
 	admit_reclaim_destroy(&s->rec);

@@ -157,13 +157,6 @@ shard_note_access(struct shard *s, struct entry *e)
 		shard_try_maintain(s);
 }
 
-/* Starts loading what storing e (new, filled, unpublished) will read
- * under the mutex: its key's index bucket and TinyLFU lines (the set's
- * record, the contest's estimate), so that these misses overlap the
- * taking of the mutex and the maintenance that follows. */
-void shard_prefetch_store(struct shard *s, const struct entry *e)
-	ADMIT_EXCLUDES(s->mu);
-
 /* The entry of key, with an expired one removed on the way and reported
  * absent; *where as admit_index_find's. */
 struct entry *shard_find_live_locked(struct shard *s, uint64_t h,
