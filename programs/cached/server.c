@@ -389,7 +389,8 @@ get_key(struct conn *c, const char *key, size_t klen)
  * GET_KEYS: answers the keys buffered, one by one, until the line's end
  * ("END"), a key too long (an error, then SKIP_LINE), more input needed,
  * or output above OUT_HIGH.  A key is a run of bytes up to a space or the
- * end of line (a "\r" before the "\n" is not part of it).
+ * end of line (a "\r" before the "\n" is not part of it); a NUL ends the
+ * line, as it ends memcached's (the rest is skipped).
  */
 static void
 get_keys(struct conn *c)
@@ -405,14 +406,14 @@ get_keys(struct conn *c)
 		}
 		if (!avail)
 			return;
-		if (*buf == '\n') {
+		if (*buf == '\n' || *buf == '\0') {
 			c->in_off++;
 			out_str(c, "END\r\n");
-			c->state = READ_LINE;
+			c->state = *buf ? READ_LINE : SKIP_LINE;
 			return;
 		}
 		lim = avail < CACHED_KEY_MAX + 2 ? avail : CACHED_KEY_MAX + 2;
-		for (i = 0; i < lim && buf[i] != ' ' && buf[i] != '\n'; i++)
+		for (i = 0; i < lim && buf[i] != ' ' && buf[i] != '\n' && buf[i]; i++)
 			;
 		if (i == lim && avail < CACHED_KEY_MAX + 2)
 			return;  /* the key may go on */
@@ -1042,6 +1043,7 @@ process(struct conn *c)
 		char *buf = c->in + c->in_off;
 		size_t avail = c->in_len - c->in_off, len, used;
 		struct cached_req req;
+		const char *nul;
 
 		if (!avail)
 			return;  /* every state waits for input (runnable()) */
@@ -1105,6 +1107,11 @@ process(struct conn *c)
 		}
 		c->in_off += used;
 		c->last_progress = time(NULL);
+		/* memcached reads a request line as a C string: it ends at
+		 * its first NUL. */
+		nul = memchr(buf, '\0', len);
+		if (nul)
+			len = (size_t)(nul - buf);
 		if (cached_meta_is(buf, len)) {
 			meta_line(c, buf, len);
 			continue;

@@ -176,6 +176,8 @@ def corpus():
                  b"dk 10 noreply", b"dk x y", b"dk 0 noreply x", b"", b"dk 0 x"):
         add("delete %s" % args.decode(), b"set dk 0 0 1\r\nx\r\ndelete %s\r\nget dk\r\n" % args)
     add("delete absent", b"delete nothere\r\n")
+    add("delete of the key noreply", b"delete noreply\r\nset noreply 0 0 1\r\nx\r\n"
+        b"delete noreply\r\nget noreply\r\ndelete noreply noreply\r\nmn\r\n")
     add("delete key 251", b"delete %s\r\n" % (b"d" * 251))
     # -- incr / decr
     for val in (b"0", b"5", b" 5", b"5 ", b"5 a", b"+5", b"-5", b"-0", b"a", b"",
@@ -311,6 +313,14 @@ def corpus():
     add("swr: second sees Z", b"mg swr v t\r\n")
     add("swr: winner's set with stale cas", b"mg swr c\r\n")
     add("swr: fresh set", b"ms swr 3\r\nnew\r\nmg swr v\r\n")
+    # -- a NUL byte ends a request line: memcached reads the line as a C
+    # string, so what follows the NUL is not part of the request
+    add("NUL in a get line", b"set nu 0 0 1\r\nx\r\nget nu\x00b nu\r\nget b\x00 nu\r\n"
+        b"gets nu nu\x00 b\r\ngat 0 nu\x00 nu\r\n")
+    add("NUL in a get line of several keys", b"set nu 0 0 1\r\nx\r\nget nu nu nu\x00 nu\r\nmn\r\n")
+    add("NUL in other lines", b"set nu 0 0 1\r\nx\r\nmg nu\x00 v\r\ndelete nu\x00x\r\n"
+        b"set nu\x00c 0 0 1\r\ny\r\nincr nu\x001 1\r\ntouch nu 0\x00 noreply\r\n"
+        b"flush_all\x00 noreply\r\nversion\x00x\r\nmn\x00x\r\nget nu\r\n")
     # -- unknown commands, empty lines, case, HTTP
     for line in (b"", b"   ", b"foo", b"foo bar", b"GET k", b"Set k 0 0 1", b"gett k",
                  b"sets k", b"\x00", b"\xff\xfe", b"get\tk", b"stat", b"statsx",
