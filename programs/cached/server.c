@@ -764,12 +764,19 @@ meta_flags(char *p, const struct cached_meta *m,
 			}
 			break;
 		case 'k':
+			/* A base64 key is given back as memcached gives it:
+			 * the decoded key encoded again (what the decoder
+			 * skipped is gone). */
 			memcpy(p, " k", 2);
-			memcpy(p + 2, m->rkey, m->rklen);
-			p += 2 + m->rklen;
+			p += 2;
 			if (m->b) {
+				p += cached_base64_encode((const unsigned char *)m->key,
+				                          m->klen, p);
 				memcpy(p, " b", 2);
 				p += 2;
+			} else {
+				memcpy(p, m->rkey, m->rklen);
+				p += m->rklen;
 			}
 			break;
 		case 'O':
@@ -803,8 +810,8 @@ meta_write_hit(const struct cached_meta_result *r, void *arg)
 	char *p;
 
 	/* q hides an ma's HD when it changed an item, not when it created
-	 * one (memcached's rule). */
-	if (m->q && m->cmd == 'a' && r->found)
+	 * one (memcached's rule); a long opaque replaces the reply. */
+	if ((m->q && m->cmd == 'a' && r->found) || m->long_opaque)
 		return;
 	if (!out_reserve(c, META_LINE + (m->v ? r->len + 2 : 0), false)) {
 		o->refused = true;
@@ -864,6 +871,8 @@ do_meta(struct conn *c, const struct cached_meta *m, const char *data)
 			add(&w->ctr.get_hits, 1);
 		if (o.refused)
 			out_str(c, "SERVER_ERROR out of memory writing get response\r\n");
+		else if (m->long_opaque)
+			out_str(c, "CLIENT_ERROR opaque token too long\r\n");
 		return;
 	case CACHED_META_MISS:
 		add(&w->ctr.get_misses, 1);
@@ -891,6 +900,10 @@ do_meta(struct conn *c, const struct cached_meta *m, const char *data)
 	default:
 		out_str(c, m->cmd == 's' ? "SERVER_ERROR out of memory storing object\r\n"
 		                         : "SERVER_ERROR out of memory\r\n");
+		return;
+	}
+	if (m->long_opaque) {
+		out_str(c, "CLIENT_ERROR opaque token too long\r\n");
 		return;
 	}
 	if (quiet)
