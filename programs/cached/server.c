@@ -413,7 +413,8 @@ get_keys(struct conn *c)
 			return;
 		}
 		lim = avail < CACHED_KEY_MAX + 2 ? avail : CACHED_KEY_MAX + 2;
-		for (i = 0; i < lim && buf[i] != ' ' && buf[i] != '\n' && buf[i]; i++)
+		for (i = 0; i < lim && buf[i] != ' ' && buf[i] != '\n' &&
+		            buf[i] != '\0'; i++)
 			;
 		if (i == lim && avail < CACHED_KEY_MAX + 2)
 			return;  /* the key may go on */

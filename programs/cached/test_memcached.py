@@ -487,7 +487,10 @@ def expected(case, want):
     return case.get("kept", b"") + want
 
 
-def main():
+def start_both(memory, mc_options=()):
+    """A fresh memcached (-U 0, with mc_options) and admit-cached, each
+    with `memory` MB on a free loopback port: ((process, port), (process,
+    port)).  Exits 77 without memcached."""
     if not os.access(SERVER, os.X_OK):
         sys.exit("FAIL %s not built" % SERVER)
     mc = shutil.which("memcached")
@@ -495,10 +498,15 @@ def main():
         print("SKIP memcached not found (Debian: apt-get install memcached)")
         sys.exit(77)
     user = ["-u", "nobody"] if os.geteuid() == 0 else []
-    pm, mport = start(lambda port: [mc, "-p", str(port), "-l", "127.0.0.1", "-U", "0",
-                                    "-t", "2", "-m", "64", "-c", "1024"] + user)
-    pa, aport = start(lambda port: [SERVER, "--port", str(port), "--threads", "2",
-                                    "--memory", "64"])
+    m = start(lambda port: [mc, "-p", str(port), "-l", "127.0.0.1", "-U", "0", "-t", "2",
+                            "-m", str(memory), "-c", "1024"] + list(mc_options) + user)
+    a = start(lambda port: [SERVER, "--port", str(port), "--threads", "2",
+                            "--memory", str(memory)])
+    return m, a
+
+
+def main():
+    (pm, mport), (pa, aport) = start_both(64)
     same = differ = 0
     try:
         cases = corpus() + random_corpus(1, 400) + random_corpus(2, 400)

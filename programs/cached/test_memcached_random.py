@@ -33,44 +33,17 @@ import base64
 import os
 import random
 import re
-import shutil
 import socket
-import subprocess
 import sys
 import threading
 import time
 
-BUILD = os.environ.get("top_builddir", ".")
-SERVER = os.path.join(BUILD, "programs", "cached", "admit-cached")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_memcached import start_both  # noqa: E402
+
 SEED = int(os.environ.get("ADMIT_DIFF_SEED", "1"))
 REQUESTS = int(os.environ.get("ADMIT_DIFF_REQUESTS", "3000"))
 SHOW = int(os.environ.get("ADMIT_DIFF_SHOW", "10"))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def start(argv_of_port):
-    for _ in range(10):
-        port = free_port()
-        p = subprocess.Popen(argv_of_port(port), stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-        for _ in range(100):
-            if p.poll() is not None:
-                break
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return p, port
-            except OSError:
-                time.sleep(0.05)
-        p.kill()
-        p.wait()
-    sys.exit("FAIL cannot start %s" % argv_of_port(0)[0])
 
 
 # ---------------------------------------------------------------- requests
@@ -410,23 +383,12 @@ def records(stream, cas_map):
 
 
 def main():
-    if not os.access(SERVER, os.X_OK):
-        sys.exit("FAIL %s not built" % SERVER)
-    mc = shutil.which("memcached")
-    if not mc:
-        print("SKIP memcached not found (Debian: apt-get install memcached)")
-        sys.exit(77)
-    user = ["-u", "nobody"] if os.geteuid() == 0 else []
     # memcached's background threads hold items for moments, and an incr
     # then writes a new item instead of padding the old one in place
     # (admit-cached(1)): without them its replies depend on the requests
     # alone.
-    pm, mport = start(lambda port: [mc, "-p", str(port), "-l", "127.0.0.1", "-U", "0",
-                                    "-t", "2", "-m", "1024", "-c", "1024", "-o",
-                                    "no_lru_crawler,no_lru_maintainer,no_slab_automove"] +
-                      user)
-    pa, aport = start(lambda port: [SERVER, "--port", str(port), "--threads", "2",
-                                    "--memory", "1024"])
+    (pm, mport), (pa, aport) = start_both(1024, ["-o", "no_lru_crawler,"
+                                                 "no_lru_maintainer,no_slab_automove"])
     gen = Gen(SEED)
     cut_rng = random.Random(SEED ^ 0x5eed)
     cas_m, cas_a = {}, {}
