@@ -3,7 +3,8 @@
 # seed, sessions of 1 to 12 requests (text and meta commands, valid and
 # malformed, noreply, keys of 0, 1, 250 and 251 bytes and of binary bytes,
 # NULs, bad and extreme numbers, values that hold "\r\n" and whole
-# commands, base64 keys, the stale/win/invalidate flags, HTTP lines) are
+# commands, base64 keys, the stale/win/invalidate flags, HTTP lines,
+# spaces around a line, bare "\n" endings) are
 # written to a fresh admit-cached and a fresh memcached (-U 0, memory
 # enough that neither evicts), each session on a connection of its own,
 # pipelined and often split at random byte boundaries, then half-closed;
