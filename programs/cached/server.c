@@ -1058,6 +1058,7 @@ process(struct conn *c)
 		size_t avail = c->in_len - c->in_off, len, used;
 		struct cached_req req;
 		const char *nul;
+		size_t lead;
 
 		if (!avail)
 			return;  /* every state waits for input (runnable()) */
@@ -1126,8 +1127,11 @@ process(struct conn *c)
 		nul = memchr(buf, '\0', len);
 		if (nul)
 			len = (size_t)(nul - buf);
-		if (cached_meta_is(buf, len)) {
-			meta_line(c, buf, len);
+		/* Its tokenizer skips the spaces before the command. */
+		for (lead = 0; lead < len && buf[lead] == ' '; lead++)
+			;
+		if (cached_meta_is(buf + lead, len - lead)) {
+			meta_line(c, buf + lead, len - lead);
 			continue;
 		}
 		switch (cached_parse_line(buf, len, &req)) {

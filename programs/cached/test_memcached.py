@@ -321,6 +321,10 @@ def corpus():
     add("NUL in other lines", b"set nu 0 0 1\r\nx\r\nmg nu\x00 v\r\ndelete nu\x00x\r\n"
         b"set nu\x00c 0 0 1\r\ny\r\nincr nu\x001 1\r\ntouch nu 0\x00 noreply\r\n"
         b"flush_all\x00 noreply\r\nversion\x00x\r\nmn\x00x\r\nget nu\r\n")
+    # -- spaces before a command: memcached's tokenizer skips them, the
+    # meta commands' included
+    add("meta commands after spaces", b"  ms sp1 2 T100\r\nhi\r\n  mg sp1 v t\r\n mg sp2\r\n"
+        b"   md sp1 q\r\n mg sp1 v\r\n  ma sp3 N0 v\r\n  mn\r\n \tmg sp1\r\n  get sp3\r\n")
     # -- an opaque token is at most 32 bytes, its O included
     add("opaque of 31 and 32 bytes", b"set op 0 0 1\r\nx\r\nmg op O%s v\r\nmg op O%s v\r\n"
         b"md op O%s q\r\nma op O%s\r\nmn\r\n" % (b"o" * 31, b"o" * 32, b"o" * 32, b"o" * 32))
