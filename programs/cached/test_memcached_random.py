@@ -4,7 +4,7 @@
 # malformed, noreply, keys of 0, 1, 250 and 251 bytes and of binary bytes,
 # NULs, bad and extreme numbers, values that hold "\r\n" and whole
 # commands, base64 keys, the stale/win/invalidate flags, HTTP lines,
-# spaces around a line, bare "\n" endings) are
+# spaces around a line, a tab for a space, "\n" and "\r\r\n" endings) are
 # written to a fresh admit-cached and a fresh memcached (-U 0, memory
 # enough that neither evicts), each session on a connection of its own,
 # pipelined and often split at random byte boundaries, then half-closed;
@@ -271,8 +271,9 @@ class Gen:
         return self.spaced(a, m)
 
     def spaced(self, a, m):
-        """The request's line with spaces before or after it, or ended by
-        "\n" alone (its data block, if any, untouched)."""
+        """The request's line with spaces before or after it, a tab for
+        its first space, or ended by "\n" or "\r\r\n" (its data block, if
+        any, untouched)."""
         R = self.R
         i = a.find(b"\r\n")
         if i < 0 or not m.startswith(a[:i + 2]):
@@ -284,6 +285,10 @@ class Gen:
             line += b" "
         elif x < 0.14:
             end = b"\n"
+        elif x < 0.16 and len(line.split(b" ")[-1]) < 250:
+            end = b"\r\r\n"  # (the "\r" joins the last word)
+        elif x < 0.18 and a == m:  # (a line read as refused stays so)
+            line = line.replace(b" ", b"\t", 1)
         return line + end + a[i + 2:], line + end + m[i + 2:]
 
     def session(self):
