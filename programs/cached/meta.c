@@ -42,30 +42,44 @@ b64_val(char c)
 	return q ? (int)(q - B64) : -1;
 }
 
-/* Decodes padded base64 p[0..n) into out; false when it is not. */
+/*
+ * Decodes base64 p[0..n) into out as memcached decodes a b key: bytes
+ * outside the alphabet are skipped; the others ('=' a zero digit) must
+ * number a non-zero multiple of four; the first group of four holding a
+ * '=' ends the key, one dropping its last byte, two its last two, more
+ * refusing the key.  False when refused.
+ */
 static bool
 base64_decode(const char *p, size_t n, char *out, size_t *olen)
 {
-	size_t o = 0;
+	size_t digits = 0, o = 0;
+	unsigned pad = 0;
+	uint32_t v = 0;
 
-	if (n == 0 || n % 4)
+	for (size_t i = 0; i < n; i++)
+		digits += p[i] == '=' || b64_val(p[i]) >= 0;
+	if (!digits || digits % 4)
 		return false;
-	for (size_t i = 0; i < n; i += 4) {
-		int a = b64_val(p[i]), b = b64_val(p[i + 1]);
-		int c = p[i + 2] == '=' ? -2 : b64_val(p[i + 2]);
-		int d = p[i + 3] == '=' ? -2 : b64_val(p[i + 3]);
-		uint32_t v;
+	digits = 0;
+	for (size_t i = 0; i < n; i++) {
+		int d = p[i] == '=' ? 0 : b64_val(p[i]);
 
-		if (a < 0 || b < 0 || c == -1 || d == -1 ||
-		    ((c == -2 || d == -2) && i + 4 != n) || (c == -2 && d != -2))
-			return false;
-		v = (uint32_t)a << 18 | (uint32_t)b << 12 |
-		    (uint32_t)(c < 0 ? 0 : c) << 6 | (uint32_t)(d < 0 ? 0 : d);
+		if (d < 0)
+			continue;
+		pad += p[i] == '=';
+		v = v << 6 | (uint32_t)d;
+		if (++digits % 4)
+			continue;
 		out[o++] = (char)(v >> 16);
-		if (c >= 0)
-			out[o++] = (char)(v >> 8);
-		if (d >= 0)
-			out[o++] = (char)v;
+		out[o++] = (char)(v >> 8);
+		out[o++] = (char)v;
+		v = 0;
+		if (pad) {
+			if (pad > 2)
+				return false;
+			o -= pad;
+			break;
+		}
 	}
 	*olen = o;
 	return true;
@@ -117,27 +131,28 @@ cached_meta_parse(const char *line, size_t len, struct cached_meta *m,
 	m->D = 1;
 	if (n < 2)
 		return CACHED_PARSE_ERROR;
+	first = m->cmd == 's' ? 3 : 2;
+	if (m->cmd == 's' && n >= first) {
+		int64_t bytes;
+
+		/* A data block follows a valid length whatever else is wrong
+		 * with the line, a key too long included (it is skipped after
+		 * an error: a value never runs as a command). */
+		if (tok_i32(t[2].p, t[2].n, &bytes) && bytes >= 0 &&
+		    bytes <= INT32_MAX - 2) {
+			m->bytes = (uint64_t)bytes;
+			m->has_data = true;
+		}
+	}
 	if (t[1].n > CACHED_KEY_MAX) {
 		*error = "bad command line format";
 		return CACHED_PARSE_CLIENT_ERROR;
 	}
 	memcpy(m->rkey, t[1].p, t[1].n);
 	m->rklen = t[1].n;
-	first = m->cmd == 's' ? 3 : 2;
 	if (n < first) {
 		*error = "bad command line format";
 		return CACHED_PARSE_CLIENT_ERROR;
-	}
-	if (m->cmd == 's') {
-		int64_t bytes;
-
-		/* A data block follows a valid length whatever else is wrong
-		 * with the line (it is skipped after an error). */
-		if (tok_i32(t[2].p, t[2].n, &bytes) && bytes >= 0 &&
-		    bytes <= INT32_MAX - 2) {
-			m->bytes = (uint64_t)bytes;
-			m->has_data = true;
-		}
 	}
 	/* memcached's limit: META_TOKENS_MAX tokens, the line's end counted
 	 * as one.  It also keeps order[] in bounds: at most
@@ -151,7 +166,7 @@ cached_meta_parse(const char *line, size_t len, struct cached_meta *m,
 		*error = "bad command line format";
 		return CACHED_PARSE_CLIENT_ERROR;
 	}
-	m->t_at = m->T_at = m->N_at = CACHED_META_FLAGS;
+	m->t_at = m->T_at = m->N_at = m->O_at = m->R_at = CACHED_META_FLAGS;
 	/*
 	 * As memcached reads them: left to right, an unknown or repeated
 	 * flag ends the line at once; a bad value is remembered, the last
@@ -195,6 +210,7 @@ cached_meta_parse(const char *line, size_t len, struct cached_meta *m,
 				bad = "bad token in command line format";
 			break;
 		case 'R':
+			m->R_at = m->nflags;
 			if (!(m->has_R = tok_i32(v, vn, &m->R)))
 				bad = "bad token in command line format";
 			break;
@@ -218,6 +234,7 @@ cached_meta_parse(const char *line, size_t len, struct cached_meta *m,
 				pending = "bad command line format";
 			break;
 		case 'O':
+			m->O_at = m->nflags;
 			if (vn > CACHED_OPAQUE_MAX)
 				long_opaque = true;
 			else
@@ -251,7 +268,10 @@ cached_meta_parse(const char *line, size_t len, struct cached_meta *m,
 		m->mode = m->cmd == 's' ? mode
 		          : (mode == 'I' || mode == '+') ? '+' : '-';
 	}
-	if (long_opaque) {
+	if (long_opaque && (m->cmd == 'g' || m->cmd == 'a')) {
+		m->long_opaque = true;
+		m->olen = 0;
+	} else if (long_opaque) {
 		*error = "opaque token too long";
 		return CACHED_PARSE_CLIENT_ERROR;
 	}

@@ -15,7 +15,8 @@
 #include "proto.h"
 
 #define CACHED_META_FLAGS 24   /* most flags a request may carry */
-#define CACHED_OPAQUE_MAX 32u  /* memcached's longest O token */
+#define CACHED_OPAQUE_MAX 31u  /* longest opaque: memcached takes an O
+                                * token of 32 bytes, the O included */
 
 struct cached_meta {
 	char cmd;                 /* 'g', 's', 'd' or 'a' */
@@ -25,8 +26,9 @@ struct cached_meta {
 	size_t rklen;
 	char order[CACHED_META_FLAGS]; /* the flags, in the order sent */
 	unsigned nflags;
-	unsigned t_at, T_at, N_at;/* positions of t, T and N in order[]
-	                          * (CACHED_META_FLAGS if absent) */
+	unsigned t_at, T_at, N_at, O_at, R_at; /* positions of t, T, N, O
+	                          * and R in order[] (CACHED_META_FLAGS if
+	                          * absent) */
 	bool b, q, v, I;          /* base64 key, quiet, value, invalidate */
 	bool has_C, has_T, has_N, has_R, has_F, has_O;
 	uint64_t C, J, D;         /* compare CAS; ma's initial value, delta */
@@ -35,6 +37,12 @@ struct cached_meta {
 	char mode;                /* ms: S E A P R; ma: + or - */
 	char opaque[CACHED_OPAQUE_MAX];
 	size_t olen;
+	bool long_opaque;         /* mg, ma: an O token over the limit,
+	                           * refused after the command has run
+	                           * (memcached checks it as it writes the
+	                           * reply: the flags after the O take no
+	                           * effect, and an mg hands out no win
+	                           * token) */
 	uint64_t bytes;           /* ms: the data block's length */
 	bool has_data;            /* ms: a data block follows (skip it after
 	                           * an error too) */

@@ -309,7 +309,9 @@ cached_parse_line(const char *line, size_t len, struct cached_req *req)
 	case CACHED_DELETE:
 		if (n < 2 || n > 4)
 			return CACHED_PARSE_ERROR;
-		noreply_maybe(req, t, n);
+		/* As memcached: a lone key is a key, "noreply" included. */
+		if (n > 2)
+			noreply_maybe(req, t, n);
 		/* "delete <key> 0" is an old form memcached still accepts. */
 		if (n > 2 && !((n == 3 && (tok_is(&t[2], "0") || req->noreply)) ||
 		               (n == 4 && tok_is(&t[2], "0") && req->noreply)))

@@ -389,7 +389,8 @@ get_key(struct conn *c, const char *key, size_t klen)
  * GET_KEYS: answers the keys buffered, one by one, until the line's end
  * ("END"), a key too long (an error, then SKIP_LINE), more input needed,
  * or output above OUT_HIGH.  A key is a run of bytes up to a space or the
- * end of line (a "\r" before the "\n" is not part of it).
+ * end of line (a "\r" before the "\n" is not part of it); a NUL ends the
+ * line, as it ends memcached's (the rest is skipped).
  */
 static void
 get_keys(struct conn *c)
@@ -405,14 +406,15 @@ get_keys(struct conn *c)
 		}
 		if (!avail)
 			return;
-		if (*buf == '\n') {
+		if (*buf == '\n' || *buf == '\0') {
 			c->in_off++;
 			out_str(c, "END\r\n");
-			c->state = READ_LINE;
+			c->state = *buf ? READ_LINE : SKIP_LINE;
 			return;
 		}
 		lim = avail < CACHED_KEY_MAX + 2 ? avail : CACHED_KEY_MAX + 2;
-		for (i = 0; i < lim && buf[i] != ' ' && buf[i] != '\n'; i++)
+		for (i = 0; i < lim && buf[i] != ' ' && buf[i] != '\n' &&
+		            buf[i] != '\0'; i++)
 			;
 		if (i == lim && avail < CACHED_KEY_MAX + 2)
 			return;  /* the key may go on */
@@ -763,12 +765,19 @@ meta_flags(char *p, const struct cached_meta *m,
 			}
 			break;
 		case 'k':
+			/* A base64 key is given back as memcached gives it:
+			 * the decoded key encoded again (what the decoder
+			 * skipped is gone). */
 			memcpy(p, " k", 2);
-			memcpy(p + 2, m->rkey, m->rklen);
-			p += 2 + m->rklen;
+			p += 2;
 			if (m->b) {
+				p += cached_base64_encode((const unsigned char *)m->key,
+				                          m->klen, p);
 				memcpy(p, " b", 2);
 				p += 2;
+			} else {
+				memcpy(p, m->rkey, m->rklen);
+				p += m->rklen;
 			}
 			break;
 		case 'O':
@@ -802,8 +811,8 @@ meta_write_hit(const struct cached_meta_result *r, void *arg)
 	char *p;
 
 	/* q hides an ma's HD when it changed an item, not when it created
-	 * one (memcached's rule). */
-	if (m->q && m->cmd == 'a' && r->found)
+	 * one (memcached's rule); a long opaque replaces the reply. */
+	if ((m->q && m->cmd == 'a' && r->found) || m->long_opaque)
 		return;
 	if (!out_reserve(c, META_LINE + (m->v ? r->len + 2 : 0), false)) {
 		o->refused = true;
@@ -863,6 +872,8 @@ do_meta(struct conn *c, const struct cached_meta *m, const char *data)
 			add(&w->ctr.get_hits, 1);
 		if (o.refused)
 			out_str(c, "SERVER_ERROR out of memory writing get response\r\n");
+		else if (m->long_opaque)
+			out_str(c, "CLIENT_ERROR opaque token too long\r\n");
 		return;
 	case CACHED_META_MISS:
 		add(&w->ctr.get_misses, 1);
@@ -890,6 +901,10 @@ do_meta(struct conn *c, const struct cached_meta *m, const char *data)
 	default:
 		out_str(c, m->cmd == 's' ? "SERVER_ERROR out of memory storing object\r\n"
 		                         : "SERVER_ERROR out of memory\r\n");
+		return;
+	}
+	if (m->long_opaque) {
+		out_str(c, "CLIENT_ERROR opaque token too long\r\n");
 		return;
 	}
 	if (quiet)
@@ -1042,6 +1057,8 @@ process(struct conn *c)
 		char *buf = c->in + c->in_off;
 		size_t avail = c->in_len - c->in_off, len, used;
 		struct cached_req req;
+		const char *nul;
+		size_t lead;
 
 		if (!avail)
 			return;  /* every state waits for input (runnable()) */
@@ -1105,8 +1122,16 @@ process(struct conn *c)
 		}
 		c->in_off += used;
 		c->last_progress = time(NULL);
-		if (cached_meta_is(buf, len)) {
-			meta_line(c, buf, len);
+		/* memcached reads a request line as a C string: it ends at
+		 * its first NUL. */
+		nul = memchr(buf, '\0', len);
+		if (nul)
+			len = (size_t)(nul - buf);
+		/* Its tokenizer skips the spaces before the command. */
+		for (lead = 0; lead < len && buf[lead] == ' '; lead++)
+			;
+		if (cached_meta_is(buf + lead, len - lead)) {
+			meta_line(c, buf + lead, len - lead);
 			continue;
 		}
 		switch (cached_parse_line(buf, len, &req)) {

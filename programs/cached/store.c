@@ -481,13 +481,14 @@ updater(struct admit_lru_update *up, void *arg)
 		u->r = CACHED_NUMBER;
 		u->value = v;
 		/* A number no longer than the old value is padded with
-		 * spaces to its length, as memcached rewrites it in place. */
-		if ((size_t)len < oldlen) {
+		 * spaces to its length, as memcached rewrites it in place;
+		 * the item stays stale or won, as memcached's does. */
+		if ((size_t)len <= oldlen) {
 			char *p = admit_lru_update_alloc(up, HDR + oldlen);
 
 			if (p) {
-				hdr_put(p, atomic_fetch_add(&u->st->cas_seq, 1) + 1,
-				        flags);
+				hdr_put(p, (atomic_fetch_add(&u->st->cas_seq, 1) + 1) |
+				           (cas & ~CACHED_CAS_MASK), flags);
 				memcpy(p + HDR, num, (size_t)len);
 				memset(p + HDR + len, ' ', oldlen - (size_t)len);
 			}
@@ -714,6 +715,9 @@ meta_decide(struct admit_lru_update *up, void *arg)
 	r->found = found;
 	switch (m->cmd) {
 	case 'g': {
+		/* memcached's walk over the flags stops at a long O. */
+		unsigned end = m->long_opaque ? m->O_at : CACHED_META_FLAGS;
+		uint64_t exp_R;
 		bool created = false;
 
 		if (!found) {
@@ -731,12 +735,13 @@ meta_decide(struct admit_lru_update *up, void *arg)
 			created = true;
 			verdict = ADMIT_LRU_STORE;
 		}
-		r->ttl_before = ttl_left(u->lru, up->expires);
 		r->ttl_t = ttl_left(u->lru, meta_expiry(m, u->lru, up->expires,
 		                                        created, m->t_at));
-		if (m->has_T || created) {
+		/* R compares the TTL as the flags before it left it. */
+		exp_R = meta_expiry(m, u->lru, up->expires, created, m->R_at);
+		if ((m->has_T && m->T_at < end) || created) {
 			up->expires = meta_expiry(m, u->lru, up->expires, created,
-			                          CACHED_META_FLAGS);
+			                          end);
 			verdict = ADMIT_LRU_STORE;
 		}
 		r->won_before = !created && (rawcas & CACHED_CAS_WON);
@@ -744,12 +749,12 @@ meta_decide(struct admit_lru_update *up, void *arg)
 		if (created) {
 			r->win = true;
 		} else if (!(rawcas & CACHED_CAS_WON) &&
-		           (r->stale || (m->has_R && up->expires &&
-		                         r->ttl_before < m->R))) {
+		           (r->stale || (m->has_R && m->R_at < end && exp_R &&
+		                         ttl_left(u->lru, exp_R) < m->R))) {
 			r->win = true;
 			verdict = ADMIT_LRU_STORE;
 		}
-		if (r->win)
+		if (r->win && !m->long_opaque)
 			rawcas |= CACHED_CAS_WON;
 		r->status = CACHED_META_HIT;
 		r->cas = cas;
@@ -776,8 +781,9 @@ meta_decide(struct admit_lru_update *up, void *arg)
 			return ADMIT_LRU_KEEP;
 		}
 		if (cas_mode && m->C != cas) {
-			/* An invalidation by an older writer: stored, stale. */
-			if (!(m->I && m->C < cas)) {
+			/* An invalidation by an older writer: stored, stale
+			 * (not for C0, which memcached never takes as older). */
+			if (!(m->I && m->C && m->C < cas)) {
 				r->status = CACHED_META_EXISTS;
 				return ADMIT_LRU_KEEP;
 			}
@@ -869,11 +875,16 @@ meta_decide(struct admit_lru_update *up, void *arg)
 		r->len = (size_t)len;
 		r->ttl_t = ttl_left(u->lru, meta_expiry(m, u->lru, up->expires,
 		                                        !found, m->t_at));
+		/* memcached's walk over the flags stops at a long O. */
 		up->expires = meta_expiry(m, u->lru, up->expires, !found,
-		                          CACHED_META_FLAGS);
+		                          m->long_opaque ? m->O_at
+		                                         : CACHED_META_FLAGS);
 		u->fn(r, u->arg);
-		/* Padded to the old length, as incr does. */
-		if (!meta_put(u, up, r->cas, flags, num, (size_t)len, NULL,
+		/* Padded to the old length, as incr does, and as stale or
+		 * won as before when rewritten in place. */
+		if (!meta_put(u, up, r->cas | ((size_t)len <= oldlen ?
+		                               rawcas & ~CACHED_CAS_MASK : 0),
+		              flags, num, (size_t)len, NULL,
 		              (size_t)len < oldlen ? oldlen - (size_t)len : 0))
 			r->status = CACHED_META_NOMEM;
 		return ADMIT_LRU_STORE;

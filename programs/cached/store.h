@@ -147,10 +147,8 @@ struct cached_meta_result {
 	uint32_t flags;
 	const char *data;              /* HIT: valid inside the writer only */
 	size_t len;
-	int64_t ttl_before;            /* seconds left before the command
-	                                * (-1 = never) */
-	int64_t ttl_t;                 /* ... where its t flag stands: what t
-	                                * shows */
+	int64_t ttl_t;                 /* seconds left where its t flag
+	                                * stands (-1 = never): what t shows */
 	bool won_before, stale, win;   /* mg: Z, X and W */
 };
 

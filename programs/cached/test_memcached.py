@@ -176,6 +176,8 @@ def corpus():
                  b"dk 10 noreply", b"dk x y", b"dk 0 noreply x", b"", b"dk 0 x"):
         add("delete %s" % args.decode(), b"set dk 0 0 1\r\nx\r\ndelete %s\r\nget dk\r\n" % args)
     add("delete absent", b"delete nothere\r\n")
+    add("delete of the key noreply", b"delete noreply\r\nset noreply 0 0 1\r\nx\r\n"
+        b"delete noreply\r\nget noreply\r\ndelete noreply noreply\r\nmn\r\n")
     add("delete key 251", b"delete %s\r\n" % (b"d" * 251))
     # -- incr / decr
     for val in (b"0", b"5", b" 5", b"5 ", b"5 a", b"+5", b"-5", b"-0", b"a", b"",
@@ -273,7 +275,6 @@ def corpus():
         b"ms mix 1\r\n7\r\nget mix\r\ngets mix\r\nincr mix 1\r\nmg mix v c\r\n",
         b"set mix2 5 0 2\r\nab\r\nmg mix2 v f s\r\nma mix2\r\nmd mix2\r\nget mix2\r\n",
         b"mg %s v\r\nmg %s v\r\n" % (b"k" * 250, b"k" * 251),
-        b"ms %s 1\r\nx\r\n" % (b"k" * 251),
     ]
     # Flags memcached reads on every meta command and the command ignores;
     # the order its errors are found in; C in each ms mode; t where N and
@@ -304,6 +305,7 @@ def corpus():
     ]
     for i, req in enumerate(meta):
         add("meta %d: %r" % (i, req[:40]), req)
+    add("ms key 251", b"ms %s 1\r\nx\r\nmn\r\n" % (b"k" * 251), skip_block=True)
     # Stale-while-revalidate, each step on its own connection.
     add("swr: set", b"ms swr 3 T300\r\nold\r\n")
     add("swr: invalidate", b"md swr I T30 q\r\nmn\r\n")
@@ -311,6 +313,65 @@ def corpus():
     add("swr: second sees Z", b"mg swr v t\r\n")
     add("swr: winner's set with stale cas", b"mg swr c\r\n")
     add("swr: fresh set", b"ms swr 3\r\nnew\r\nmg swr v\r\n")
+    # -- a NUL byte ends a request line: memcached reads the line as a C
+    # string, so what follows the NUL is not part of the request
+    add("NUL in a get line", b"set nu 0 0 1\r\nx\r\nget nu\x00b nu\r\nget b\x00 nu\r\n"
+        b"gets nu nu\x00 b\r\ngat 0 nu\x00 nu\r\n")
+    add("NUL in a get line of several keys", b"set nu 0 0 1\r\nx\r\nget nu nu nu\x00 nu\r\nmn\r\n")
+    add("NUL in other lines", b"set nu 0 0 1\r\nx\r\nmg nu\x00 v\r\ndelete nu\x00x\r\n"
+        b"set nu\x00c 0 0 1\r\ny\r\nincr nu\x001 1\r\ntouch nu 0\x00 noreply\r\n"
+        b"flush_all\x00 noreply\r\nversion\x00x\r\nmn\x00x\r\nget nu\r\n")
+    # -- spaces before a command: memcached's tokenizer skips them, the
+    # meta commands' included
+    add("meta commands after spaces", b"  ms sp1 2 T100\r\nhi\r\n  mg sp1 v t\r\n mg sp2\r\n"
+        b"   md sp1 q\r\n mg sp1 v\r\n  ma sp3 N0 v\r\n  mn\r\n \tmg sp1\r\n  get sp3\r\n")
+    # -- an opaque token is at most 32 bytes, its O included
+    add("opaque of 31 and 32 bytes", b"set op 0 0 1\r\nx\r\nmg op O%s v\r\nmg op O%s v\r\n"
+        b"md op O%s q\r\nma op O%s\r\nmn\r\n" % (b"o" * 31, b"o" * 32, b"o" * 32, b"o" * 32))
+    # mg runs before it checks O (memcached checks it as it writes the
+    # reply): the flags before the O take effect (T, a miss with N
+    # creates), those after it do not, and no win token is handed out;
+    # the error comes q or not.  md and ms refuse it before they run.
+    add("mg with a long opaque", b"ms oh1 1 T50\r\n5\r\nmg om1 q O%s\r\nmg oh1 q O%s\r\n"
+        b"mg oh1 q k O%s v\r\nmg oh1 T100 O%s\r\nmg oh1 t\r\nmg oh1 O%s T200\r\n"
+        b"mg oh1 t\r\nmg om2 N30 q O%s\r\nmg om2 s t v\r\nmg om3 O%s N30\r\n"
+        b"mg om3 t s\r\nmg om3 t s\r\nmd oh1 I q\r\nmg oh1 O%s c\r\nmg oh1 t\r\n"
+        b"ms oh2 1 T50\r\n5\r\nmg oh2 R100 O%s\r\nmg oh2 t\r\nmd oh1 q O%s\r\n"
+        b"mg oh1 v\r\nmn\r\n" % ((b"o" * 32,) * 10))
+    # ma runs before it checks O (memcached checks it as it writes the
+    # reply): the number moves, a miss with N creates, then the error
+    add("ma with a long opaque", b"ms on1 1\r\n5\r\nma on1 O%s v\r\nmg on1 v\r\n"
+        b"ma on1 O%s v q\r\nmg on1 v\r\nma on2 O%s\r\nma on2 N0 O%s v\r\nmg on2 v\r\n"
+        b"ms on3 1 O%s\r\n5\r\nmg on3 v\r\nmn\r\nma on1 C1 O%s\r\nma on4 O%s N300\r\n"
+        b"mg on4 t\r\nma on5 N300 O%s T600\r\nmg on5 t\r\nmn\r\nma on5 T900 O%s\r\n"
+        b"mg on5 t\r\nmn\r\nma on5 O%s T800\r\nmg on5 t\r\nmn\r\n" % ((b"o" * 32,) * 10))
+    # -- mg's R compares the TTL as the flags before it leave it (a T
+    # before R counts, one after it does not)
+    add("mg R after and before T", b"ms ra1 1\r\nx\r\nmg ra1 T30 R7\r\nmg ra1 t\r\n"
+        b"ms ra2 1 T5\r\nx\r\nmg ra2 T30 R7\r\nmg ra2 t\r\nms ra3 1 T5\r\nx\r\n"
+        b"mg ra3 R7 T30\r\nmg ra3 t\r\nms ra4 1 T50\r\nx\r\nmg ra4 T5 R7\r\n"
+        b"mg ra4 t\r\nms ra5 1\r\nx\r\nmg ra5 f R007 t T30\r\nmn\r\n")
+    # -- ms with I and C0: not an older writer, refused as any other C
+    add("ms I C0", b"ms ic0 1\r\na\r\nms ic0 1 C0 I\r\nb\r\nmg ic0 v\r\nms ic0 1 C0\r\nc\r\n"
+        b"ms ic0 1 C0 MR I\r\nd\r\nms ic0 1 C0 MA I\r\ne\r\nmg ic0 v\r\nmn\r\n")
+    # -- incr, decr and ma rewrite a number that fits in place: a stale
+    # or won item stays so; a number that grows makes a new item
+    add("incr keeps stale in place", b"ms si1 2\r\n10\r\nmd si1 I q\r\nincr si1 1\r\n"
+        b"mg si1 v\r\nmg si1 v\r\nms si2 2\r\n99\r\nmd si2 I q\r\nincr si2 1\r\n"
+        b"mg si2 v\r\nms si3 2\r\n10\r\nmd si3 I q\r\nma si3\r\nmg si3 v\r\n"
+        b"ms si4 2\r\n99\r\nmd si4 I q\r\nma si4\r\nmg si4 v\r\n"
+        b"ms si5 2\r\n11\r\nmd si5 I q\r\ndecr si5 1\r\nmg si5 v c\r\nmn\r\n")
+    add("decr keeps a won item's mark", b"ms si6 2 T100\r\n10\r\nmg si6 R200\r\nmn\r\n")
+    add("decr keeps a won item's mark: then", b"decr si6 1\r\nmg si6 v R200\r\n")
+    # -- base64 keys as memcached decodes them: bytes outside the alphabet
+    # skipped, the rest a multiple of four, the first group with "=" last
+    add("base64 key decoding", b"ms Zm9vYg== 1 b\r\nx\r\nmg Zm9v-Yg== b v\r\n"
+        b"mg Zm9v\x01Yg\x7f== b v\r\nmg Zm9vYg=Q b v\r\nmg Zm9vYg==Zm9v b v\r\n"
+        b"mg Zm9vYg= b v\r\nmg Y=== b v\r\nmg ==== b\r\nmg Zm9v==== b\r\n"
+        b"mg Zm9v==Zm b\r\nmd h\x02fgc q b\r\nmg Y=Q= b\r\nmg ! b\r\nmn\r\n")
+    add("base64 key given back", b"ms Zm9vYg== 1 b\r\nx\r\nmg Zm-9vYg== b k v\r\n"
+        b"mg Zm9vYg==Zm9v b k O1\r\nmg h\x02fgc b k\r\nmd s-LA\x01= k q b O2\r\n"
+        b"ma sLA=sLA= k b N0\r\nmn\r\n")
     # -- unknown commands, empty lines, case, HTTP
     for line in (b"", b"   ", b"foo", b"foo bar", b"GET k", b"Set k 0 0 1", b"gett k",
                  b"sets k", b"\x00", b"\xff\xfe", b"get\tk", b"stat", b"statsx",
@@ -430,7 +491,10 @@ def expected(case, want):
     return case.get("kept", b"") + want
 
 
-def main():
+def start_both(memory, mc_options=()):
+    """A fresh memcached (-U 0, with mc_options) and admit-cached, each
+    with `memory` MB on a free loopback port: ((process, port), (process,
+    port)).  Exits 77 without memcached."""
     if not os.access(SERVER, os.X_OK):
         sys.exit("FAIL %s not built" % SERVER)
     mc = shutil.which("memcached")
@@ -438,10 +502,15 @@ def main():
         print("SKIP memcached not found (Debian: apt-get install memcached)")
         sys.exit(77)
     user = ["-u", "nobody"] if os.geteuid() == 0 else []
-    pm, mport = start(lambda port: [mc, "-p", str(port), "-l", "127.0.0.1", "-U", "0",
-                                    "-t", "2", "-m", "64", "-c", "1024"] + user)
-    pa, aport = start(lambda port: [SERVER, "--port", str(port), "--threads", "2",
-                                    "--memory", "64"])
+    m = start(lambda port: [mc, "-p", str(port), "-l", "127.0.0.1", "-U", "0", "-t", "2",
+                            "-m", str(memory), "-c", "1024"] + list(mc_options) + user)
+    a = start(lambda port: [SERVER, "--port", str(port), "--threads", "2",
+                            "--memory", str(memory)])
+    return m, a
+
+
+def main():
+    (pm, mport), (pa, aport) = start_both(64)
     same = differ = 0
     try:
         cases = corpus() + random_corpus(1, 400) + random_corpus(2, 400)
