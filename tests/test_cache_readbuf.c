@@ -1,9 +1,10 @@
 /*
  * Unit tests for the cache's read buffer (src/cache/readbuf.h): a ring
  * holds ADMIT_READBUF_SLOTS events and refuses the next, cues a drain each
- * half ring, gives them back in order, marks and heads agree, concurrent
- * producers (owners and sharers of rings) lose no event and keep each
- * one's order, and each owned ring has one owner at a time.
+ * half ring, gives them back in order (a ring's drain only its own), marks
+ * and heads agree, concurrent producers (owners and sharers of rings) lose
+ * no event and keep each one's order, and each owned ring has one owner at
+ * a time.
  */
 #include <check.h>
 #include <pthread.h>
@@ -47,6 +48,42 @@ START_TEST(test_full_and_order)
 	ck_assert_uint_eq(admit_readbuf_take(r, ev), 2);
 	ck_assert_uint_eq(ev[0], 5);
 	ck_assert_uint_eq(ev[1], 6);
+	admit_table_free(b, sizeof(*b));
+}
+END_TEST
+
+static uintptr_t drained[2 * ADMIT_READBUF_SLOTS];
+static size_t ndrained;
+
+static void
+collect(void *ctx, const uintptr_t *ev, size_t n)
+{
+	(void)ctx;
+	for (size_t i = 0; i < n; i++)
+		drained[ndrained++] = ev[i];
+}
+
+/* A ring's drain takes that ring's events only, in order; the buffer's
+ * takes every ring's. */
+START_TEST(test_drain_ring)
+{
+	struct admit_readbuf *b = admit_table_alloc(sizeof(*b));
+
+	admit_readbuf_init(b);
+	for (uintptr_t i = 1; i <= 3; i++) {
+		ck_assert(admit_readbuf_push(&b->ring[0], i * 16));
+		ck_assert(admit_readbuf_push(&b->ring[1], i * 16 + 8));
+	}
+	ndrained = 0;
+	admit_readbuf_drain_ring(&b->ring[1], collect, NULL);
+	ck_assert_uint_eq(ndrained, 3);
+	for (size_t i = 0; i < 3; i++)
+		ck_assert_uint_eq(drained[i], (i + 1) * 16 + 8);
+	ndrained = 0;
+	admit_readbuf_drain(b, collect, NULL);
+	ck_assert_uint_eq(ndrained, 3);
+	for (size_t i = 0; i < 3; i++)
+		ck_assert_uint_eq(drained[i], (i + 1) * 16);
 	admit_table_free(b, sizeof(*b));
 }
 END_TEST
@@ -180,6 +217,7 @@ main(void)
 	TCase *tc = tcase_create("readbuf");
 
 	tcase_add_test(tc, test_full_and_order);
+	tcase_add_test(tc, test_drain_ring);
 	tcase_add_test(tc, test_producers);
 	tcase_add_test(tc, test_owners);
 	suite_add_tcase(s, tc);

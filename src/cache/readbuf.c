@@ -124,21 +124,27 @@ admit_readbuf_take(struct admit_readbuf_ring *r, uintptr_t *ev)
 }
 
 void
+admit_readbuf_drain_ring(struct admit_readbuf_ring *r,
+                         void (*apply)(void *ctx, const uintptr_t *ev, size_t n),
+                         void *ctx)
+{
+	uintptr_t ev[ADMIT_READBUF_SLOTS];
+	size_t n;
+
+	do {
+		n = admit_readbuf_take(r, ev);
+		if (n)
+			apply(ctx, ev, n);
+	} while (n == ADMIT_READBUF_SLOTS);
+}
+
+void
 admit_readbuf_drain(struct admit_readbuf *b,
                     void (*apply)(void *ctx, const uintptr_t *ev, size_t n),
                     void *ctx)
 {
-	uintptr_t ev[ADMIT_READBUF_SLOTS];
-
-	for (unsigned k = 0; k < ADMIT_READBUF_RINGS; k++) {
-		size_t n;
-
-		do {
-			n = admit_readbuf_take(&b->ring[k], ev);
-			if (n)
-				apply(ctx, ev, n);
-		} while (n == ADMIT_READBUF_SLOTS);
-	}
+	for (unsigned k = 0; k < ADMIT_READBUF_RINGS; k++)
+		admit_readbuf_drain_ring(&b->ring[k], apply, ctx);
 }
 
 void

@@ -184,6 +184,13 @@ admit_readbuf_due(uint64_t end)
  * the first slot still being written; returns how many.  The consumer's. */
 size_t admit_readbuf_take(struct admit_readbuf_ring *r, uintptr_t *ev);
 
+/* Takes r's events in order, handing them to apply(ctx, ev, n) a batch of
+ * at most ADMIT_READBUF_SLOTS at a time.  The consumer's. */
+void admit_readbuf_drain_ring(struct admit_readbuf_ring *r,
+                              void (*apply)(void *ctx, const uintptr_t *ev,
+                                            size_t n),
+                              void *ctx);
+
 /* Takes every ring's events, each ring in order, handing them to
  * apply(ctx, ev, n) a batch of at most ADMIT_READBUF_SLOTS at a time.  The
  * consumer's. */

@@ -134,13 +134,19 @@ expire_one(void *ctx, struct entry *e)
 	s->st.expired++;
 }
 
-static void maintain_locked(struct shard *s) ADMIT_REQUIRES(s->mu);
+/* The maintenance: the drain of every ring, or of only when not NULL,
+ * then the rest. */
+static void maintain_locked(struct shard *s, struct admit_readbuf_ring *only)
+	ADMIT_REQUIRES(s->mu);
 static void
-maintain_locked(struct shard *s)
+maintain_locked(struct shard *s, struct admit_readbuf_ring *only)
 {
 	struct admit_lru *c = s->c;
 
-	drain_locked(s);
+	if (only)
+		admit_readbuf_drain_ring(only, apply_events, s);
+	else
+		drain_locked(s);
 	admit_reclaim_collect_locked(&s->rec);
 	if (c->adapt) {
 		unsigned k = c->adapt->ops->current(c->adapt);
@@ -160,7 +166,7 @@ void
 shard_lock(struct shard *s)
 {
 	admit_mutex_lock(&s->mu);
-	maintain_locked(s);
+	maintain_locked(s, NULL);
 }
 
 void
@@ -168,7 +174,11 @@ shard_try_maintain(struct shard *s)
 {
 	if (!admit_mutex_trylock(&s->mu))
 		return;  /* its holder's maintenance or unlock is under way */
-	maintain_locked(s);
+	/* Only the caller's ring: the others' slots are their owners' lines,
+	 * which a drain here would pull to this core and its owner pull
+	 * back at its next push.  Each owner drains its own at its half
+	 * ring; every locked operation drains them all. */
+	maintain_locked(s, admit_readbuf_mine(&s->rb));
 	admit_mutex_unlock(&s->mu);
 }
 
