@@ -134,17 +134,17 @@ expire_one(void *ctx, struct entry *e)
 	s->st.expired++;
 }
 
-/* The maintenance: the drain of every ring, or of only when not NULL,
+/* The maintenance: the drain of every ring (of ring only, if not NULL),
  * then the rest. */
-static void maintain_locked(struct shard *s, struct admit_readbuf_ring *only)
+static void maintain_locked(struct shard *s, struct admit_readbuf_ring *ring)
 	ADMIT_REQUIRES(s->mu);
 static void
-maintain_locked(struct shard *s, struct admit_readbuf_ring *only)
+maintain_locked(struct shard *s, struct admit_readbuf_ring *ring)
 {
 	struct admit_lru *c = s->c;
 
-	if (only)
-		admit_readbuf_drain_ring(only, apply_events, s);
+	if (ring)
+		admit_readbuf_drain_ring(ring, apply_events, s);
 	else
 		drain_locked(s);
 	admit_reclaim_collect_locked(&s->rec);

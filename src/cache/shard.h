@@ -139,8 +139,9 @@ shard_lookup(struct shard *s, uint64_t h, const void *key, size_t klen)
  * its ring is full, applied at once under the mutex: no access is ever
  * dropped.  Every half ring its reader runs the maintenance over its own
  * ring if the mutex is free (the holder drains otherwise), so the rings
- * seldom fill and a read seldom waits.  In the read-side section that found e: reclaim.h
- * relies on every push of an entry ending before the grace period does. */
+ * seldom fill and a read seldom waits.  In the read-side section that
+ * found e: reclaim.h relies on every push of an entry ending before the
+ * grace period does. */
 void shard_note_access_full(struct shard *s, struct entry *e)
 	ADMIT_EXCLUDES(s->mu);
 void shard_try_maintain(struct shard *s) ADMIT_EXCLUDES(s->mu);
