@@ -880,8 +880,10 @@ meta_decide(struct admit_lru_update *up, void *arg)
 		                          m->long_opaque ? m->O_at
 		                                         : CACHED_META_FLAGS);
 		u->fn(r, u->arg);
-		/* Padded to the old length, as incr does, and as stale or
-		 * won as before when rewritten in place. */
+		/* A number that fits the old value's length is written in
+		 * place, as memcached does: padded with spaces to that length,
+		 * the item keeping its stale and won marks; a longer one is a
+		 * new item without them. */
 		if (!meta_put(u, up, r->cas | ((size_t)len <= oldlen ?
 		                               rawcas & ~CACHED_CAS_MASK : 0),
 		              flags, num, (size_t)len, NULL,

@@ -416,7 +416,7 @@ def records(stream, cas_map):
 
 def main():
     # memcached's background threads hold items for moments, and an incr
-    # then writes a new item instead of padding the old one in place
+    # of a held item writes a new item rather than padding the old one
     # (admit-cached(1)): without them its replies depend on the requests
     # alone.
     (pm, mport), (pa, aport) = start_both(1024, ["-o", "no_lru_crawler,"
