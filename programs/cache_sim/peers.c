@@ -41,8 +41,10 @@ peer_dense_ids(const uint64_t *keys, size_t n, uint32_t **ids,
 		free(out);
 		return -1;
 	}
-	memcpy(sorted, keys, n * sizeof(*sorted));
-	qsort(sorted, n, sizeof(*sorted), trace_cmp_u64);
+	if (n > 0) { /* an empty trace may come with keys NULL */
+		memcpy(sorted, keys, n * sizeof(*sorted));
+		qsort(sorted, n, sizeof(*sorted), trace_cmp_u64);
+	}
 	for (size_t i = 0; i < n; i++)
 		if (d == 0 || sorted[i] != sorted[d - 1])
 			sorted[d++] = sorted[i];
@@ -786,7 +788,8 @@ run_lirs(const uint32_t *ids, size_t n, uint32_t distinct, uint64_t size)
 		L.hir_limit = 1;
 	L.lir_limit = size > L.hir_limit ? size - L.hir_limit : 0;
 	L.f = calloc(distinct ? distinct : 1, 1);
-	ok = links_new(&L.ls, distinct) & links_new(&L.lq, distinct) &
+	/* L's links start zeroed, so links_free() takes those never made. */
+	ok = links_new(&L.ls, distinct) && links_new(&L.lq, distinct) &&
 	     links_new(&L.lnh, distinct);
 	if (ok && L.f) {
 		for (size_t i = 0; i < n; i++) {
