@@ -590,10 +590,17 @@ take32(struct rbuf *r)
 	return q ? snap_get32(q) : 0;
 }
 
+/* Where a shard's chain dump lies in the file's bytes. */
+struct dump {
+	const unsigned char *p;
+	uint64_t len;
+};
+
 /* A shard's chain: the chain the saving run made for it, so of this
  * file's width, load and first capacity. */
 static enum admit_status
-take_chain(struct rbuf *r, const struct dd_seen *s, struct dd_shard *d)
+take_chain(struct rbuf *r, const struct dd_seen *s, struct dd_shard *d,
+           struct dump *where)
 {
 	uint64_t len = take64(r);
 	const unsigned char *q = take(r, len);
@@ -602,6 +609,7 @@ take_chain(struct rbuf *r, const struct dd_seen *s, struct dd_shard *d)
 
 	if (!q)
 		return ADMIT_ECORRUPT;
+	*where = (struct dump){ q, len };
 	st = admit_chain_restore(q, len, &d->chain);
 	if (st != ADMIT_OK)
 		return st;
@@ -613,6 +621,53 @@ take_chain(struct rbuf *r, const struct dd_seen *s, struct dd_shard *d)
 	return ADMIT_OK;
 }
 
+/*
+ * Whether every key of the ring deletes from the filter it names, as the
+ * horizon will delete it, tried on a second copy of each shard's chain
+ * (restored from the same bytes, one shard at a time): a ring that
+ * disagrees with the filters would otherwise fail in the middle of a run,
+ * after lines were written.  ADMIT_ECORRUPT if one does not.
+ */
+static enum admit_status
+ring_agrees(const struct dd_seen *s, const struct dump *dumps)
+{
+	for (unsigned i = 0; i < s->nshards; i++) {
+		struct admit_chain *c;
+		enum admit_status st = admit_chain_restore(dumps[i].p,
+		                                           dumps[i].len, &c);
+
+		if (st != ADMIT_OK)
+			return st;
+		for (uint64_t k = 0; k < s->ring_len && st == ADMIT_OK; k++) {
+			uint64_t pos = (s->admitted - s->ring_len + k) % s->ring_size;
+			uint64_t h = s->ring_h[pos];
+			unsigned char key[8];
+
+			if (dd_shard_of(s, h) != i)
+				continue;
+			key_of_hash(key, h);
+			st = admit_chain_delete_at(c, (uint8_t)(s->ring_g[pos] -
+			                           (uint8_t)s->shard[i].trimmed),
+			                           key, 8);
+			if (st != ADMIT_OK && st != ADMIT_NOMEM)
+				st = ADMIT_ECORRUPT;
+		}
+		admit_chain_free(c);
+		if (st != ADMIT_OK)
+			return st;
+	}
+	return ADMIT_OK;
+}
+
+/* Admissions a file may count: far beyond any run (2^62 at 10^9 a second
+ * is a century), and far enough below 2^64 that the count never wraps. */
+#define MAX_ADMITTED ((uint64_t)1 << 62)
+
+/* Each admission adds p / (1 - p) to its shard's estimate, p the chain's
+ * false-positive bound at the time: at most 32 filters x 8 x 0.95 / 254
+ * = 0.96 (8-bit fingerprints), so at most 23 per admission. */
+#define MAX_EST_PER_KEY 23.0
+
 enum admit_status
 dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
              const char **why)
@@ -622,7 +677,10 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 	struct rbuf r;
 	struct dd_seen *s = NULL;
 	enum admit_status st = ADMIT_ECORRUPT;
-	uint64_t n;
+	struct dump dumps[DD_MAX_SHARDS];
+	uint32_t flags;
+	double est = 0;
+	uint64_t n, items = 0;
 
 	*why = "not an admit-dedup state file";
 	st = read_file(path, &data, &len);
@@ -653,7 +711,8 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 		goto out;
 	s->nshards = take32(&r);
 	s->fp_bits = take32(&r);
-	s->grow = take32(&r) & 1;
+	flags = take32(&r);
+	s->grow = flags & 1;
 	s->alpha = bitsd(take64(&r));
 	s->seed = take64(&r);
 	s->shard_cap = take64(&r);
@@ -664,8 +723,11 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 	if (r.bad || s->nshards == 0 || s->nshards > DD_MAX_SHARDS ||
 	    (s->nshards & (s->nshards - 1)) || (s->fp_bits != 8 && s->fp_bits != 16) ||
 	    !(s->alpha > 0 && s->alpha <= LIB_LOAD) || s->shard_cap == 0 ||
-	    s->horizon > ((uint64_t)1 << 40) || s->ring_len > s->horizon ||
-	    s->ring_len > s->admitted)
+	    s->horizon > ((uint64_t)1 << 40) || (flags & ~1u) || s->seed == 0 ||
+	    s->admitted > MAX_ADMITTED)
+		goto out;
+	/* The ring holds the last min(admitted, horizon) admissions. */
+	if (s->ring_len != (s->admitted < s->horizon ? s->admitted : s->horizon))
 		goto out;
 	s->shard_shift = 64;
 	for (unsigned k = s->nshards; k > 1; k /= 2)
@@ -683,15 +745,31 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 	for (unsigned i = 0; i < s->nshards; i++) {
 		struct dd_shard *d = &s->shard[i];
 
+		struct admit_chain_info info;
+
 		d->est_false = bitsd(take64(&r));
-		st = take_chain(&r, s, d);
+		st = take_chain(&r, s, d, &dumps[i]);
 		if (st != ADMIT_OK) {
 			*why = st == ADMIT_NOMEM ? admit_strerror(st) :
 			       "bad filter chain";
 			goto out;
 		}
+		st = ADMIT_ECORRUPT;
 		refresh_fpr(d);
+		admit_chain_info(d->chain, &info);
+		items += info.items;
+		if (!(d->est_false >= 0 && d->est_false <= MAX_EST_PER_KEY *
+		      (double)s->admitted)) { /* NaN fails too */
+			*why = "bad false-drop estimate";
+			goto out;
+		}
+		est += d->est_false;
 	}
+	/* Without a horizon nothing is deleted: one item per admission. */
+	*why = "admitted count disagrees with the filters";
+	if (est > MAX_EST_PER_KEY * (double)s->admitted ||
+	    (!s->horizon && items != s->admitted))
+		goto out;
 	st = ADMIT_ECORRUPT;
 	*why = "bad horizon ring";
 	n = 0;
@@ -710,18 +788,12 @@ dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
 		s->ring_g[pos] = *g;
 		n++;
 	}
-	if (r.off != r.len)
+	if (r.off != r.len || (s->horizon && items != n))
 		goto out;
-	if (s->horizon) {
-		struct admit_chain_info info;
-		uint64_t items = 0;
-
-		for (unsigned i = 0; i < s->nshards; i++) {
-			admit_chain_info(s->shard[i].chain, &info);
-			items += info.items;
-		}
-		if (items != n)
-			goto out;
+	st = ring_agrees(s, dumps);
+	if (st != ADMIT_OK) {
+		*why = st == ADMIT_NOMEM ? admit_strerror(st) : "bad horizon ring";
+		goto out;
 	}
 	/* As saved; main.c sets it for this run. */
 	st = dd_seen_set_grow(s, s->grow);
