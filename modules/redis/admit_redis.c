@@ -53,6 +53,7 @@
 #define CF_DEFAULT_BUCKETSIZE 2
 #define CF_DEFAULT_MAXITER 20
 #define CF_MAX_BUCKETSIZE 255
+#define CF_MAX_MAXITER 65535
 /* admit's own defaults. */
 #define CF_DEFAULT_EXPANSION 2
 #define CF_REAL_BUCKETSIZE 4
@@ -373,9 +374,28 @@ reply_status(RedisModuleCtx *ctx, enum admit_status st)
 /* ---- CF.RESERVE key capacity [BUCKETSIZE n] [MAXITERATIONS n]
  *      [EXPANSION n] ------------------------------------------------------ */
 
+/* Its options in RedisBloom's ranges, with RedisBloom's replies; one given
+ * twice is refused (RedisBloom takes the first). */
+static const struct reserve_opt {
+	const char *name;
+	long long min, max;
+	const char *parse_err, *range_err, *twice_err;
+} reserve_opts[3] = {
+	{ "BUCKETSIZE", 1, CF_MAX_BUCKETSIZE, "Couldn't parse BUCKETSIZE",
+	  "BUCKETSIZE: value must be an integer between 1 and 255, inclusive.",
+	  "ERR BUCKETSIZE given more than once" },
+	{ "MAXITERATIONS", 1, CF_MAX_MAXITER, "Couldn't parse MAXITERATIONS",
+	  "MAXITERATIONS: value must be an integer between 1 and 65535, "
+	  "inclusive.", "ERR MAXITERATIONS given more than once" },
+	{ "EXPANSION", 0, ADMIT_CHAIN_MAX_EXPANSION, "Couldn't parse EXPANSION",
+	  "EXPANSION: value must be an integer between 0 and 32768, inclusive.",
+	  "ERR EXPANSION given more than once" },
+};
+
 static int
 cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
+	unsigned seen = 0;
 	long long capacity, bucket = CF_DEFAULT_BUCKETSIZE;
 	long long maxiter = CF_DEFAULT_MAXITER, expansion = CF_DEFAULT_EXPANSION;
 	RedisModuleKey *key;
@@ -386,34 +406,22 @@ cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	if (argc < 3 || argc % 2 == 0)
 		return RM_WrongArity(ctx);
 	for (int i = 3; i < argc; i += 2) {
-		long long v;
-		bool ok = RM_StringToLongLong(argv[i + 1], &v) == RM_OK;
+		const struct reserve_opt *o = reserve_opts;
+		long long *v;
 
-		if (arg_is(argv[i], "BUCKETSIZE")) {
-			if (!ok)
-				return RM_ReplyWithError(ctx, "Couldn't parse BUCKETSIZE");
-			if (v <= 0)
-				return RM_ReplyWithError(ctx, "BUCKETSIZE parameter needs to be a positive integer");
-			if (v > CF_MAX_BUCKETSIZE)
-				return RM_ReplyWithError(ctx, "ERR BUCKETSIZE must be at most 255");
-			bucket = v;
-		} else if (arg_is(argv[i], "MAXITERATIONS")) {
-			if (!ok)
-				return RM_ReplyWithError(ctx, "Couldn't parse MAXITERATIONS");
-			if (v <= 0)
-				return RM_ReplyWithError(ctx, "MAXITERATIONS parameter needs to be a positive integer");
-			maxiter = v;
-		} else if (arg_is(argv[i], "EXPANSION")) {
-			if (!ok)
-				return RM_ReplyWithError(ctx, "Couldn't parse EXPANSION");
-			if (v < 0)
-				return RM_ReplyWithError(ctx, "EXPANSION parameter needs to be a non-negative integer");
-			if (v > ADMIT_CHAIN_MAX_EXPANSION)
-				return RM_ReplyWithError(ctx, "ERR EXPANSION must be at most 32768");
-			expansion = v;
-		} else {
+		while (o < reserve_opts + 3 && !arg_is(argv[i], o->name))
+			o++;
+		if (o == reserve_opts + 3)
 			return RM_ReplyWithError(ctx, "ERR syntax error");
-		}
+		v = o == reserve_opts ? &bucket : o == reserve_opts + 1 ? &maxiter
+		                                                       : &expansion;
+		if (seen & (1u << (o - reserve_opts)))
+			return RM_ReplyWithError(ctx, o->twice_err);
+		seen |= 1u << (o - reserve_opts);
+		if (RM_StringToLongLong(argv[i + 1], v) != RM_OK)
+			return RM_ReplyWithError(ctx, o->parse_err);
+		if (*v < o->min || *v > o->max)
+			return RM_ReplyWithError(ctx, o->range_err);
 	}
 	(void)maxiter; /* accepted for compatibility: see the file comment */
 	if (!parse_capacity(ctx, argv[2], bucket, &capacity))
@@ -1087,10 +1095,15 @@ cf_rdb_load(RedisModuleIO *io, int encver)
 		              encver);
 		return NULL;
 	}
+	/* With RM_OPTIONS_HANDLE_IO_ERRORS a short read sets the I/O error
+	 * and returns 0 or NULL: nothing is built before both are read. */
 	deleted = RM_LoadUnsigned(io);
+	if (RM_IsIOError(io))
+		return NULL;
 	buf = RM_LoadStringBuffer(io, &len);
 	if (RM_IsIOError(io) || !buf) {
-		RM_Free(buf);
+		if (buf)
+			RM_Free(buf);
 		return NULL;
 	}
 	st = cf_restore(buf, len, deleted, &cf);
@@ -1184,6 +1197,7 @@ RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 
 	if (rm_api_init(ctx, "admit", 1) != RM_OK)
 		return RM_ERR;
+	RM_SetModuleOptions(ctx, RM_OPTIONS_HANDLE_IO_ERRORS);
 	for (int i = 0; i < argc; i += 2) {
 		long long v;
 

@@ -28,6 +28,10 @@
 #define RM_APIVER_1 1
 #define RM_TYPE_METHOD_VERSION 1
 
+/* SetModuleOptions: the module's rdb_load checks RedisModule_IsIOError, so
+ * a short read fails the load cleanly and a replica may load diskless. */
+#define RM_OPTIONS_HANDLE_IO_ERRORS (1 << 0)
+
 /* OpenKey modes. */
 #define RM_READ (1 << 0)
 #define RM_WRITE (1 << 1)
@@ -84,6 +88,7 @@ struct rm_type_methods {
 #define RM_API_LIST(X) \
 	X(SetModuleAttribs, void, (RedisModuleCtx *, const char *, int, int)) \
 	X(IsModuleNameBusy, int, (const char *)) \
+	X(SetModuleOptions, void, (RedisModuleCtx *, int)) \
 	X(CreateCommand, int, (RedisModuleCtx *, const char *, rm_cmd_fn, \
 	                       const char *, int, int, int)) \
 	X(CreateDataType, RedisModuleType *, (RedisModuleCtx *, const char *, \

@@ -271,14 +271,27 @@ def test_errors(s):
         check(m == want, "insert capacity %r: %s" % (cap, m))
     check(r.execute_command("CF.RESERVE", "two", 2, "BUCKETSIZE", 1) == b"OK",
           "capacity 2, bucket size 1")
-    check(r.execute_command("CF.RESERVE", "mi", 100, "MAXITERATIONS",
-                            2 ** 40) == b"OK", "any positive MAXITERATIONS")
+    check(r.execute_command("CF.RESERVE", "mi", 510, "MAXITERATIONS", 65535,
+                            "BUCKETSIZE", 255, "EXPANSION", 32768)
+          == b"OK", "the largest values RedisBloom takes")
+    # RedisBloom's ranges and its replies, to the letter.
+    ranges = {"BUCKETSIZE": (1, 255), "MAXITERATIONS": (1, 65535),
+              "EXPANSION": (0, 32768)}
     for opt, bad in [("BUCKETSIZE", 0), ("BUCKETSIZE", 256), ("BUCKETSIZE", "x"),
                      ("MAXITERATIONS", 0), ("MAXITERATIONS", -5),
-                     ("MAXITERATIONS", "x"), ("EXPANSION", -1),
-                     ("EXPANSION", 32769), ("EXPANSION", "x")]:
+                     ("MAXITERATIONS", 65536),
+                     ("MAXITERATIONS", 2 ** 63 - 1), ("MAXITERATIONS", "x"),
+                     ("EXPANSION", -1), ("EXPANSION", 32769),
+                     ("EXPANSION", 2 ** 63 - 1), ("EXPANSION", "x")]:
         m = error(r, "CF.RESERVE", "n", 1000, opt, bad)
-        check(opt in m, "%s %r: %s" % (opt, bad, m))
+        want = ("%s: value must be an integer between %d and %d, inclusive."
+                % ((opt,) + ranges[opt]) if bad != "x"
+                else "Couldn't parse " + opt)
+        check(m == want, "%s %r: %s" % (opt, bad, m))
+    for opt, v in [("BUCKETSIZE", 2), ("MAXITERATIONS", 20), ("EXPANSION", 2)]:
+        m = error(r, "CF.RESERVE", "n", 1000, opt, v, opt.lower(), v)
+        check(m == "%s given more than once" % opt,
+              "repeated %s: %s" % (opt, m))
     check(error(r, "CF.RESERVE", "n", 1000, "COLOR", 1) == "syntax error",
           "unknown option")
     check(error(r, "CF.INSERT", "n", "BOGUS", "ITEMS", "a") ==
@@ -622,6 +635,58 @@ def test_rdb_restart():
     check("admit: a filter in the RDB is" in s.log(), "loud: " + s.log())
 
 
+
+def test_rdb_cut():
+    """An RDB cut short inside a filter is refused as one cut inside a
+    string is: the server logs the short read and exits 1, where a module
+    that cannot handle I/O errors makes it abort (exit 134)."""
+    s = Server("rdbcut", "--rdbcompression", "no")
+    s.r.set("str", "v" * 3000)
+    s.r.execute_command("CF.RESERVE", "p", 5000)
+    add_many(s.r, "p", items("p", 100))
+    s.stop(save=True)
+    path = os.path.join(s.dir, "dump.rdb")
+    with open(path, "rb") as f:
+        raw = f.read()
+    at, sat = raw.find(b"ADMITCKF"), raw.find(b"v" * 3000)
+    check(at > 0 and sat > 0, "filter and string in the RDB")
+    # In the string, then in the filter's deleted count, its dump's
+    # length, header, table and trailer.
+    cuts = [sat + 1500, at - 9, at - 2, at + 5, at + 100, at + 2000,
+            len(raw) - 12]
+    for cut in cuts:
+        with open(path, "wb") as f:
+            f.write(raw[:cut])
+        check(s.start(expect_fail=True) is False, "cut at %d refused" % cut)
+        log = s.log()
+        check(s.proc.returncode == 1 and "Guru Meditation" not in log,
+              "cut at %d of %d: exit %s: %s" % (cut, len(raw),
+                                                s.proc.returncode, log))
+        os.unlink(os.path.join(s.dir, "log"))
+
+
+def test_replica_diskless():
+    """An empty replica loads the master's RDB straight from the socket
+    (repl-diskless-load on-empty-db): the server allows it only when every
+    module type handles I/O errors.  (swapdb also asks modules to declare
+    they handle async loading, which this one does not: such a replica
+    loads from disk.)"""
+    m = Server("dlmaster", "--repl-diskless-sync", "yes",
+               "--repl-diskless-sync-delay", "0")
+    m.r.execute_command("CF.RESERVE", "dl", 500)
+    its = items("dl", 1000)
+    add_many(m.r, "dl", its)
+    rs = Server("dlreplica", "--repl-diskless-load", "on-empty-db",
+                "--replicaof", "127.0.0.1", str(m.port))
+    wait_sync(m.r, rs.r)
+    log = rs.log()
+    check("Loading DB in memory" in log and "Skipping diskless-load" not in log,
+          "diskless load: " + "".join(l for l in log.splitlines(True)
+                                      if "disk" in l or "DB" in l))
+    check(digest(rs.r, "dl") == digest(m.r, "dl"), "diskless replica digest")
+    rs.stop()
+    m.stop()
+
 def test_aof_restart():
     s = Server("aof", "--appendonly", "yes", "--aof-use-rdb-preamble", "no",
                "--appendfsync", "always")
@@ -764,6 +829,8 @@ def main():
              ("rdb", test_rdb_restart),
              ("aof", test_aof_restart),
              ("replica", test_replica),
+             ("rdb-cut", test_rdb_cut),
+             ("replica-diskless", test_replica_diskless),
              ("cluster", test_cluster)]
     only = set(sys.argv[2:])
     failed = 0
