@@ -1,7 +1,8 @@
 /*
- * cli.h - admit-dedup's command line and input: the options (opts.c), and
- * the reader that cuts the input files into batches of whole lines
- * (input.c).  main.c runs the batches.
+ * cli.h - admit-dedup's command line, input and output: the options
+ * (opts.c), the reader that cuts the input files into batches of whole
+ * lines and the buffered writer of standard output (io.c).  main.c runs
+ * the batches.
  */
 #ifndef ADMIT_DEDUP_CLI_H
 #define ADMIT_DEDUP_CLI_H
@@ -71,5 +72,11 @@ size_t next_batch(struct reader *rd, struct line *lines, size_t max,
 
 /* The batch's lines (offsets from rd->buf + rd->head) are done. */
 void consume(struct reader *rd, size_t cut);
+
+/* Standard output, buffered: out_put appends n bytes at p, out_flush
+ * writes what is held.  A write error is reported and exits with
+ * EXIT_OUTPUT. */
+void out_put(const char *p, size_t n);
+void out_flush(void);
 
 #endif

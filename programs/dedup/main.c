@@ -2,7 +2,7 @@
  * admit-dedup - write each line whose key was not seen before, in input
  * order, in bounded memory and on several threads.  See admit-dedup(1)
  * (programs/dedup/admit-dedup.1); the options are opts.c, the reader
- * input.c, the seen-set seen.c and its file state.c.
+ * io.c, the seen-set seen.c and its file state.c.
  *
  * How -j N keeps "the first occurrence wins, in input order"
  * -----------------------------------------------------------
@@ -69,7 +69,6 @@
 
 #define BATCH_LINES 65536u
 #define BUF_INIT ((size_t)4 << 20)
-#define OUT_CAP ((size_t)1 << 20)
 #define HORIZON_CAPACITY ((uint64_t)1 << 24) /* most default capacity */
 #define SERIAL_LINES 1024u /* a batch this small runs on one thread */
 
@@ -327,49 +326,6 @@ zone_build(size_t nlines)
 		z->key[i] = h;
 		z->slot[i] = (uint32_t)k + 1;
 		z->readmit[k] = UINT64_MAX;
-	}
-}
-
-/* ---- output ---------------------------------------------------------------- */
-
-static char out_buf[OUT_CAP];
-static size_t out_len;
-
-static void
-write_all(const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t r = write(STDOUT_FILENO, p, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			fprintf(stderr, PROG ": write error on standard output: %s\n",
-			        strerror(errno));
-			exit(EXIT_OUTPUT);
-		}
-		p += r;
-		n -= (size_t)r;
-	}
-}
-
-static void
-out_flush(void)
-{
-	write_all(out_buf, out_len);
-	out_len = 0;
-}
-
-static void
-out_put(const char *p, size_t n)
-{
-	if (out_len + n > OUT_CAP)
-		out_flush();
-	if (n > OUT_CAP)
-		write_all(p, n);
-	else {
-		memcpy(out_buf + out_len, p, n);
-		out_len += n;
 	}
 }
 

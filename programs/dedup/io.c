@@ -1,6 +1,6 @@
 /*
- * input.c - admit-dedup's reader: the input files, in order, cut into
- * batches of whole lines (cli.h).
+ * io.c - admit-dedup's reader, which cuts the input files, in order, into
+ * batches of whole lines, and its buffered writer (cli.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -130,4 +130,49 @@ void
 consume(struct reader *rd, size_t cut)
 {
 	rd->head += cut;
+}
+
+#define OUT_CAP ((size_t)1 << 20)
+
+/* ---- output ---------------------------------------------------------------- */
+
+static char out_buf[OUT_CAP];
+static size_t out_len;
+
+static void
+write_all(const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t r = write(STDOUT_FILENO, p, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			fprintf(stderr, PROG ": write error on standard output: %s\n",
+			        strerror(errno));
+			exit(EXIT_OUTPUT);
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+}
+
+void
+out_flush(void)
+{
+	write_all(out_buf, out_len);
+	out_len = 0;
+}
+
+void
+out_put(const char *p, size_t n)
+{
+	if (out_len + n > OUT_CAP)
+		out_flush();
+	if (n > OUT_CAP)
+		write_all(p, n);
+	else {
+		memcpy(out_buf + out_len, p, n);
+		out_len += n;
+	}
 }
