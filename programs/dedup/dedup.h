@@ -122,6 +122,8 @@ dd_key_of_hash(unsigned char key[8], uint64_t h)
 	memcpy(key, &le, 8);
 }
 
+/* The seed of shard's chain: a function of the run's seed. */
+uint64_t dd_shard_seed(const struct dd_seen *s, unsigned shard);
 /* d->p and d->w from the chain as it stands (after growth or a trim). */
 void dd_shard_refresh(struct dd_shard *d);
 /* Filters in chain c now. */

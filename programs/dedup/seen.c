@@ -55,6 +55,12 @@ note_add(struct dd_shard *d, unsigned idx)
 		dd_shard_refresh(d);
 }
 
+uint64_t
+dd_shard_seed(const struct dd_seen *s, unsigned shard)
+{
+	return admit_mix64(s->seed ^ admit_mix64((uint64_t)shard << 8)) | 1;
+}
+
 /* Shard i's chain: the first filter holds shard_cap keys at load alpha,
  * each successor twice as many; one lock stripe (one writer per shard at a
  * time, and the default stripe array would cost more than a small shard's
@@ -70,7 +76,7 @@ shard_chain(const struct dd_seen *s, unsigned shard, struct admit_chain **out)
 		.max_load = s->alpha,
 		/* One worker per shard at a time, handed over at barriers. */
 		.single_writer = true,
-		.seed = admit_mix64(s->seed ^ admit_mix64((uint64_t)shard << 8)) | 1,
+		.seed = dd_shard_seed(s, shard),
 	};
 
 	if (ceil((double)s->shard_cap * DD_LIB_LOAD / s->alpha) >

@@ -230,12 +230,15 @@ struct dump {
 	uint64_t len;
 };
 
-/* A shard's chain: the chain the saving run made for it, so of this
- * file's width, load and first capacity. */
+/* Shard i's chain: the chain the saving run made for it, so of this
+ * file's width, load and first capacity, and seeded from this file's seed
+ * (the dump's u64 at 40, src/chain.c): chains of another run hold keys
+ * hashed with another seed. */
 static enum admit_status
-take_chain(struct rbuf *r, const struct dd_seen *s, struct dd_shard *d,
+take_chain(struct rbuf *r, const struct dd_seen *s, unsigned i,
            struct dump *where)
 {
+	struct dd_shard *d = &s->shard[i];
 	uint64_t len = take64(r);
 	const unsigned char *q = take(r, len);
 	struct admit_chain_info info;
@@ -249,7 +252,8 @@ take_chain(struct rbuf *r, const struct dd_seen *s, struct dd_shard *d,
 		return st;
 	admit_chain_info(d->chain, &info);
 	if (info.fingerprint_bits != s->fp_bits || info.max_load != s->alpha ||
-	    info.first_capacity != s->shard_cap || info.expansion != 2)
+	    info.first_capacity != s->shard_cap || info.expansion != 2 ||
+	    snap_get64(q + 40) != dd_shard_seed(s, i))
 		return ADMIT_ECORRUPT;
 	d->trimmed = info.trimmed;
 	return ADMIT_OK;
@@ -356,7 +360,7 @@ take_shards(struct rbuf *r, struct dd_seen *s, struct dump *dumps,
 		enum admit_status st;
 
 		d->est_false = bitsd(take64(r));
-		st = take_chain(r, s, d, &dumps[i]);
+		st = take_chain(r, s, i, &dumps[i]);
 		if (st != ADMIT_OK) {
 			*why = "bad filter chain";
 			return st;

@@ -206,6 +206,17 @@ poke "$tmp/wstate" 80 '\000\000\000\000\000\000\370\177'; refused "a NaN estimat
 poke "$tmp/wstate" 80 '\000\000\000\000\000\000\360\377'; refused "a -inf estimate"
 poke "$tmp/state" 64 '\001'; refused "admitted not the filters' item count"
 poke "$tmp/wstate" 32 '\000\000\000\000\000\000\000\000'; refused "seed 0"
+# The header of a --seed 5 state on the chains of a --seed 6 one: each is
+# sound alone, but the lines would be hashed with 5 and the filters hold
+# keys hashed with 6.
+head -n 1000 "$tmp/text" >"$tmp/small"
+"$dd" --seed 5 --save "$tmp/s5" "$tmp/small" >/dev/null
+"$dd" --seed 6 --save "$tmp/s6" "$tmp/small" >/dev/null
+{ head -c 80 "$tmp/s5"; tail -c +81 "$tmp/s6"; } >"$tmp/edit"
+"$gen" resum "$tmp/edit"
+"$dd" --load "$tmp/edit" "$tmp/small" >"$tmp/eout" 2>"$tmp/err"
+expect "edited state, checksum recomputed: chains of another seed: exit 2, nothing written" \
+	[ $? -eq 2 -a ! -s "$tmp/eout" -a -n "$(grep 'cannot load' "$tmp/err")" ]
 poke "$tmp/wstate" 0 'ADMITDD1'
 "$dd" --load "$tmp/edit" </dev/null >/dev/null 2>&1
 expect "an unedited state, resummed, still loads" [ $? -eq 0 ]
