@@ -535,7 +535,12 @@ RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 
 	if (rm_api_init(ctx, "admit", 1) != RM_OK)
 		return RM_ERR;
-	RM_SetModuleOptions(ctx, RM_OPTIONS_HANDLE_IO_ERRORS);
+	/* Values hold no keyspace state, and a read-only replica's table of
+	 * pending loads stays empty (chunks before the last are not
+	 * replicated): loading aside while the old data serves reads needs
+	 * nothing of the module. */
+	RM_SetModuleOptions(ctx, RM_OPTIONS_HANDLE_IO_ERRORS |
+	                    RM_OPTIONS_HANDLE_REPL_ASYNC_LOAD);
 	for (int i = 0; i < argc; i += 2) {
 		long long v;
 

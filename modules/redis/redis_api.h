@@ -29,8 +29,11 @@
 #define RM_TYPE_METHOD_VERSION 1
 
 /* SetModuleOptions: the module's rdb_load checks RedisModule_IsIOError, so
- * a short read fails the load cleanly and a replica may load diskless. */
+ * a short read fails the load cleanly and a replica may load diskless; and
+ * it keeps no state tied to the keyspace that a replica serving reads
+ * while the new data loads aside (repl-diskless-load swapdb) would upset. */
 #define RM_OPTIONS_HANDLE_IO_ERRORS (1 << 0)
+#define RM_OPTIONS_HANDLE_REPL_ASYNC_LOAD (1 << 2)
 
 /* OpenKey modes. */
 #define RM_READ (1 << 0)

@@ -75,26 +75,33 @@ def test_rdb_cut():
 
 
 def test_replica_diskless():
-    """An empty replica loads the master's RDB straight from the socket
-    (repl-diskless-load on-empty-db): the server allows it only when every
-    module type handles I/O errors.  (swapdb also asks modules to declare
-    they handle async loading, which this one does not: such a replica
-    loads from disk.)"""
+    """A replica loads the master's RDB straight from the socket: with
+    repl-diskless-load on-empty-db, which the server allows only when every
+    module type handles I/O errors, and with swapdb (a replica that holds
+    data serves it while the new data loads aside), which also asks every
+    module to declare that it handles that async loading."""
     m = Server("dlmaster", "--repl-diskless-sync", "yes",
                "--repl-diskless-sync-delay", "0")
     m.r.execute_command("CF.RESERVE", "dl", 500)
-    its = items("dl", 1000)
-    add_many(m.r, "dl", its)
-    rs = Server("dlreplica", "--repl-diskless-load", "on-empty-db",
-                "--replicaof", "127.0.0.1", str(m.port))
-    wait_sync(m.r, rs.r)
-    log = rs.log()
-    check("Loading DB in memory" in log and "Skipping diskless-load" not in log,
-          "diskless load: " + "".join(l for l in log.splitlines(True)
-                                      if "disk" in l or "DB" in l))
-    check(digest(rs.r, "dl") == digest(m.r, "dl"), "diskless replica digest")
-    rs.stop()
+    add_many(m.r, "dl", items("dl", 1000))
+    for mode in ["on-empty-db", "swapdb"]:
+        rs = Server("dlreplica-" + mode, "--repl-diskless-load", mode)
+        rs.r.execute_command("CF.RESERVE", "mine", 100)
+        if mode == "on-empty-db":
+            rs.r.flushall()
+        rs.r.execute_command("REPLICAOF", "127.0.0.1", str(m.port))
+        wait_sync(m.r, rs.r)
+        log = rs.log()
+        check("Loading DB in memory" in log and
+              "Skipping diskless-load" not in log,
+              mode + " diskless load: " +
+              "".join(l for l in log.splitlines(True) if "disk" in l))
+        check(digest(rs.r, "dl") == digest(m.r, "dl"),
+              mode + " diskless replica digest")
+        check(not rs.r.exists("mine"), mode + ": the replica's own data gone")
+        rs.stop()
     m.stop()
+
 
 def test_aof_restart():
     s = Server("aof", "--appendonly", "yes", "--aof-use-rdb-preamble", "no",
