@@ -1,6 +1,6 @@
 /*
  * admit-dedup - write each line whose key was not seen before, in input
- * order, in bounded memory and on several threads.  See doc/admit-dedup.1.
+ * order, in bounded memory and on several threads.  See admit-dedup(1).
  *
  * How -j N keeps "the first occurrence wins, in input order"
  * -----------------------------------------------------------
