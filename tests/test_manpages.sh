@@ -2,7 +2,8 @@
 # Each installed program's man page documents it whole: every option its
 # --help prints (long and short forms, aliases included) appears in the
 # page, and the page has the sections a user looks for (EXIT STATUS,
-# SIGNALS, EXAMPLES).  So an option added to a program without its page
+# SIGNALS, EXAMPLES); the Redis module's page names every command the
+# module registers.  So an option or a command added without its page
 # fails make check.
 set -u
 : "${top_srcdir:=.}" "${top_builddir:=.}"
@@ -49,6 +50,27 @@ check() { # program man-page
 	fi
 	echo "ok   $2: $(echo $longs $shorts | wc -w) options of $1 --help"
 }
+
+# The Redis/Valkey module has no --help: its page must name every command
+# the module registers (the "cf.*" names in its sources).
+n=$((n + 1))
+page="$top_srcdir/modules/redis/admit_redis.7"
+cmds=$(cat "$top_srcdir"/modules/redis/*.c | grep -oE '"cf\.[a-z]+"' |
+	tr -d '"' | tr a-z A-Z | sort -u)
+missing=
+for c in $cmds; do
+	page_text "$page" | grep -qE "(^|[^A-Z.])$c([^A-Z]|\$)" ||
+		missing="$missing $c"
+done
+if [ -z "$cmds" ]; then
+	echo "FAIL no cf.* command found in modules/redis/*.c"
+	fail=$((fail + 1))
+elif [ -n "$missing" ]; then
+	echo "FAIL modules/redis/admit_redis.7 lacks:$missing"
+	fail=$((fail + 1))
+else
+	echo "ok   modules/redis/admit_redis.7: $(echo $cmds | wc -w) commands"
+fi
 
 check programs/dedup/admit-dedup programs/dedup/admit-dedup.1
 check programs/cached/admit-cached programs/cached/admit-cached.1
