@@ -1,8 +1,8 @@
 /*
  * admit-dedup - write each line whose key was not seen before, in input
- * order, in bounded memory and on several threads.  See admit-dedup(1)
- * (programs/dedup/admit-dedup.1); the options are opts.c, the reader
- * io.c, the seen-set seen.c and its file state.c.
+ * order, in bounded memory and on several threads.  See admit-dedup(1);
+ * the options are opts.c, the reader io.c, the seen-set seen.c and its
+ * file state.c.
  *
  * How -j N keeps "the first occurrence wins, in input order"
  * -----------------------------------------------------------
