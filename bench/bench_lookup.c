@@ -6,7 +6,7 @@
  * flight at once, and that by how many instructions each lookup puts in the
  * reorder window.  Each variant below makes the same lookups of absent keys
  * in the same filter, doing a little more of the real work than the one
- * before (bench/README.md, "Why single lookups stay far from the limit"):
+ * before (bench/README.md, "One lookup taken apart"):
  *
  *   lines     the two bucket loads alone, indices from the key bits (no hash)
  *   hash      + XXH3 and the real bucket indices, inline in the loop

@@ -8,7 +8,7 @@
  *   get+set on a miss   two hashes per miss
  *   vs hashed calls     admit_lru_hash once, get_hashed, set_hashed
  *   incr with a lock    a caller's array of 1024 mutexes around get + set
- *                       (admit-cached's way before issue 16)
+ *                       (what a server without compute must do)
  *   vs compute          one admit_lru_compute
  *   get, timed entries  every entry stored with set_expiring (a clock read
  *                       per hit) against the same cache with untimed ones

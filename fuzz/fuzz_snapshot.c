@@ -53,11 +53,15 @@ int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	const char *seeds = getenv("ADMIT_FUZZ_SEEDS");
+	/* In memory where there is a tmpfs: a save syncs its file. */
+	const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
 
 	(void)argc;
 	(void)argv;
-	snprintf(path, sizeof(path), "/tmp/admit-fuzz-%ld.snap", (long)getpid());
-	snprintf(path2, sizeof(path2), "/tmp/admit-fuzz-%ld.re.snap", (long)getpid());
+	snprintf(path, sizeof(path), "%s/admit-fuzz-%ld.snap", dir,
+	         (long)getpid());
+	snprintf(path2, sizeof(path2), "%s/admit-fuzz-%ld.re.snap", dir,
+	         (long)getpid());
 	if (seeds)
 		write_seeds(seeds);
 	return 0;

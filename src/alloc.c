@@ -61,10 +61,10 @@ injected_failure(void)
 /*
  * Small allocations (cache entries, index arrays) go to jemalloc by name:
  * linking it into libadmit does not make it the process's malloc, since the
- * executable's own libc comes first in symbol lookup.  lru.c frees entries
- * in batches after an RCU grace period rather than as they are replaced,
- * which glibc's per-thread cache handled badly (bench/README.md: a cache_sim
- * replay took 1.62 s of CPU on glibc, 1.27 s on jemalloc).
+ * executable's own libc comes first in symbol lookup.  The cache frees
+ * entries in batches after an RCU grace period rather than one by one as
+ * they are replaced, a pattern glibc's per-thread cache serves poorly and
+ * jemalloc's arenas well.
  */
 void *
 admit_malloc(size_t size)

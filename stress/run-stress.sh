@@ -7,8 +7,9 @@
 #   STRESS_KEYS     keys per thread of those two (default 4096; fewer fill
 #                   the table sooner, which slow sanitizer builds need)
 #   STRESS_SEED     replay: pass this seed to every harness (default: fresh)
-#   FUZZ_SECONDS    time of each fuzz target, both run at once (default 60;
-#                   0 skips them)
+#   FUZZ_SECONDS    time of each fuzz target (default 60; 0 skips them):
+#                   fuzz_snapshot and fuzz_api at once, then the chain's,
+#                   the Redis module's and admit-dedup's file parsers
 # Logs, fuzz corpora and crash inputs go to stress-logs/ in the build tree.
 set -u
 b=${top_builddir:-.}
@@ -61,13 +62,16 @@ if [ "$fuzz" != 0 ] && [ -x "$b/fuzz/fuzz_api" ] && [ -x "$b/fuzz/fuzz_snapshot"
 	verdict fuzz_snapshot "$logs/fuzz_snapshot.log" $? '^stat::number_of_executed_units'
 	wait "$p2"
 	verdict fuzz_api "$logs/fuzz_api.log" $? '^stat::number_of_executed_units'
-	if [ -x "$b/fuzz/fuzz_chain" ]; then
-		mkdir -p "$logs/corpus-chain"
-		"$b/fuzz/fuzz_chain" -max_total_time="$fuzz" -timeout=10 \
-			-print_final_stats=1 -artifact_prefix="$logs/crash-chain-" \
-			"$logs/corpus-chain" >"$logs/fuzz_chain.log" 2>&1
-		verdict fuzz_chain "$logs/fuzz_chain.log" $? '^stat::number_of_executed_units'
-	fi
+	# The file parsers, one after the other, each seeding its corpus.
+	for t in chain redis_dump dedup_state; do
+		[ -x "$b/fuzz/fuzz_$t" ] || continue
+		mkdir -p "$logs/corpus-$t"
+		ADMIT_FUZZ_SEEDS=$logs/corpus-$t "$b/fuzz/fuzz_$t" \
+			-max_total_time="$fuzz" -timeout=10 -print_final_stats=1 \
+			-artifact_prefix="$logs/crash-$t-" "$logs/corpus-$t" \
+			>"$logs/fuzz_$t.log" 2>&1
+		verdict "fuzz_$t" "$logs/fuzz_$t.log" $? '^stat::number_of_executed_units'
+	done
 elif [ "$fuzz" = 0 ]; then
 	echo "SKIP fuzz_snapshot, fuzz_api: FUZZ_SECONDS=0"
 else

@@ -14,7 +14,7 @@
 #     (INFO used_memory before and after), and RedisBloom's own sizing for
 #     the same capacity computed from its documented layout (buckets of 2
 #     one-byte fingerprints, a power-of-two bucket count).
-#  3. Growth (issue 15's case): reserve 1000, add 20,000, the measured
+#  3. Growth past the reserved capacity: reserve 1000, add 20,000, the measured
 #     false-positive rate over 100,000 absent items and the stated bound.
 #
 # Environment: RUNS (default 5), REQUESTS per run (default 200000), ITEMS
@@ -132,7 +132,7 @@ for exp in (None, 1):
     inf = r.execute_command("CF.INFO", "g")
     d = {inf[i]: inf[i + 1] for i in range(0, len(inf), 2)}
     print("EXPANSION %-10s filters %2d  false positives %.4f %%  bound %.4f %%"
-          "  (RedisBloom 2.6, issue 15: 26.6 %%)"
+          "  (RedisBloom 2.6: 26.6 %%)"
           % (exp or "default 2", d[b"Number of filters"], fp / 1000.0,
              float(d[b"Error rate bound"]) * 100))
     r.delete("g")

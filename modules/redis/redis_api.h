@@ -28,6 +28,13 @@
 #define RM_APIVER_1 1
 #define RM_TYPE_METHOD_VERSION 1
 
+/* SetModuleOptions: the module's rdb_load checks RedisModule_IsIOError, so
+ * a short read fails the load cleanly and a replica may load diskless; and
+ * it keeps no state tied to the keyspace that a replica serving reads
+ * while the new data loads aside (repl-diskless-load swapdb) would upset. */
+#define RM_OPTIONS_HANDLE_IO_ERRORS (1 << 0)
+#define RM_OPTIONS_HANDLE_REPL_ASYNC_LOAD (1 << 2)
+
 /* OpenKey modes. */
 #define RM_READ (1 << 0)
 #define RM_WRITE (1 << 1)
@@ -84,6 +91,7 @@ struct rm_type_methods {
 #define RM_API_LIST(X) \
 	X(SetModuleAttribs, void, (RedisModuleCtx *, const char *, int, int)) \
 	X(IsModuleNameBusy, int, (const char *)) \
+	X(SetModuleOptions, void, (RedisModuleCtx *, int)) \
 	X(CreateCommand, int, (RedisModuleCtx *, const char *, rm_cmd_fn, \
 	                       const char *, int, int, int)) \
 	X(CreateDataType, RedisModuleType *, (RedisModuleCtx *, const char *, \

@@ -1,164 +1,19 @@
 #!/usr/bin/python3
 """admit_redis.so against a real server: every CF.* command, reply and
-error; persistence (DEBUG RELOAD, RDB and AOF restarts, a corrupt RDB); a
-replica; a three-node cluster; hostile input; memory as the server counts
-it (used_memory, maxmemory, unfinished loads).  Usage: test_redis.py MODULE
+error; hostile input; growth; DEBUG RELOAD; SCANDUMP / LOADCHUNK; memory as
+the server counts it (used_memory, maxmemory, unfinished loads); and the
+persistence tests of test_redis_persist.py (RDB and AOF restarts, an RDB
+corrupt or cut short, replicas, a cluster).  Usage: test_redis.py MODULE
 [TEST...]; the server is $ADMIT_REDIS_SERVER (redis-server by default, or
-Valkey's valkey-server).
+Valkey's valkey-server).  Servers and helpers: redis_testlib.py."""
 
-Each server runs on a free loopback port in its own temporary directory and
-is stopped (by its own pid) when the test ends, whatever happens."""
-
-import atexit
-import os
-import random
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 
-import redis
-from redis.exceptions import ResponseError
-
-MODULE = os.path.abspath(sys.argv[1])
-SERVER = os.environ.get("ADMIT_REDIS_SERVER", "redis-server")
-PROCS = []
-TOP = tempfile.mkdtemp(prefix="admit_redis_test.")
-
-
-def cleanup():
-    for p in PROCS:
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-    shutil.rmtree(TOP, ignore_errors=True)
-
-
-atexit.register(cleanup)
-
-
-def free_port():
-    # A port the kernel just gave out and we released: free unless raced;
-    # the cluster bus needs port + 10000 too.
-    while True:
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
-        if port + 10000 < 65536:
-            return port
-
-
-class Server:
-    def __init__(self, name, *extra, port=None, directory=None, modargs=()):
-        self.dir = directory or os.path.join(TOP, name)
-        os.makedirs(self.dir, exist_ok=True)
-        self.port = port or free_port()
-        self.extra = list(extra)
-        self.modargs = list(modargs)
-        self.start()
-
-    def start(self, expect_fail=False):
-        args = [SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
-                "--dir", self.dir, "--save", "", "--appendonly", "no",
-                "--enable-debug-command", "yes", "--loglevel", "notice",
-                "--logfile", os.path.join(self.dir, "log"),
-                "--loadmodule", MODULE] + self.modargs + self.extra
-        # stdout: redis-check-rdb's report when a load fails, too long.
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL)
-        PROCS.append(self.proc)
-        self.r = redis.Redis(port=self.port, socket_timeout=5)
-        for _ in range(200):
-            if self.proc.poll() is not None:
-                if expect_fail:
-                    return False
-                raise AssertionError("redis-server exited: " + self.log())
-            try:
-                if self.r.ping():
-                    if expect_fail:
-                        raise AssertionError("server started, expected not")
-                    return True
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        raise AssertionError("redis-server did not answer")
-
-    def stop(self, save=False):
-        try:
-            self.r.shutdown(save=save, nosave=not save)
-        except redis.ConnectionError:
-            pass
-        self.proc.wait(10)
-
-    def log(self):
-        try:
-            with open(os.path.join(self.dir, "log")) as f:
-                return f.read()[-2000:]
-        except OSError:
-            return ""
-
-
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    checks += 1
-    if not cond:
-        raise AssertionError(what)
-
-
-def error(r, *cmd):
-    """The error message of a command that must fail."""
-    try:
-        got = r.execute_command(*cmd)
-    except ResponseError as e:
-        return str(e)
-    raise AssertionError("%r answered %r, expected an error" % (cmd, got))
-
-
-BAD_CHUNK = "Couldn't load chunk!"
-
-
-def digest(r, key):
-    return r.execute_command("DEBUG", "DIGEST-VALUE", key)[0]
-
-
-def items(prefix, n):
-    return ["%s:%d" % (prefix, i) for i in range(n)]
-
-
-def add_many(r, key, its, cmd="CF.ADD"):
-    p = r.pipeline(transaction=False)
-    for it in its:
-        p.execute_command(cmd, key, it)
-    return p.execute(raise_on_error=False)
-
-
-def exists_many(r, key, its):
-    out = []
-    for i in range(0, len(its), 1000):
-        out += r.execute_command("CF.MEXISTS", key, *its[i:i + 1000])
-    return out
-
-
-def info(r, key):
-    raw = r.execute_command("CF.INFO", key)
-    return {raw[i].decode() if isinstance(raw[i], bytes) else raw[i]: raw[i + 1]
-            for i in range(0, len(raw), 2)}
-
-
-def scandump(r, key):
-    chunks, it = [], 0
-    while True:
-        it, data = r.execute_command("CF.SCANDUMP", key, it)
-        if it == 0:
-            return chunks
-        chunks.append((it, data))
+import redis_testlib
+from redis_testlib import *  # noqa: F401,F403 (Server, check, ...)
+from test_redis_persist import (test_aof_restart, test_cluster,
+                                test_rdb_cut, test_rdb_restart,
+                                test_replica, test_replica_diskless)
 
 
 def test_commands(s):
@@ -271,14 +126,27 @@ def test_errors(s):
         check(m == want, "insert capacity %r: %s" % (cap, m))
     check(r.execute_command("CF.RESERVE", "two", 2, "BUCKETSIZE", 1) == b"OK",
           "capacity 2, bucket size 1")
-    check(r.execute_command("CF.RESERVE", "mi", 100, "MAXITERATIONS",
-                            2 ** 40) == b"OK", "any positive MAXITERATIONS")
+    check(r.execute_command("CF.RESERVE", "mi", 510, "MAXITERATIONS", 65535,
+                            "BUCKETSIZE", 255, "EXPANSION", 32768)
+          == b"OK", "the largest values RedisBloom takes")
+    # RedisBloom's ranges and its replies, to the letter.
+    ranges = {"BUCKETSIZE": (1, 255), "MAXITERATIONS": (1, 65535),
+              "EXPANSION": (0, 32768)}
     for opt, bad in [("BUCKETSIZE", 0), ("BUCKETSIZE", 256), ("BUCKETSIZE", "x"),
                      ("MAXITERATIONS", 0), ("MAXITERATIONS", -5),
-                     ("MAXITERATIONS", "x"), ("EXPANSION", -1),
-                     ("EXPANSION", 32769), ("EXPANSION", "x")]:
+                     ("MAXITERATIONS", 65536),
+                     ("MAXITERATIONS", 2 ** 63 - 1), ("MAXITERATIONS", "x"),
+                     ("EXPANSION", -1), ("EXPANSION", 32769),
+                     ("EXPANSION", 2 ** 63 - 1), ("EXPANSION", "x")]:
         m = error(r, "CF.RESERVE", "n", 1000, opt, bad)
-        check(opt in m, "%s %r: %s" % (opt, bad, m))
+        want = ("%s: value must be an integer between %d and %d, inclusive."
+                % ((opt,) + ranges[opt]) if bad != "x"
+                else "Couldn't parse " + opt)
+        check(m == want, "%s %r: %s" % (opt, bad, m))
+    for opt, v in [("BUCKETSIZE", 2), ("MAXITERATIONS", 20), ("EXPANSION", 2)]:
+        m = error(r, "CF.RESERVE", "n", 1000, opt, v, opt.lower(), v)
+        check(m == "%s given more than once" % opt,
+              "repeated %s: %s" % (opt, m))
     check(error(r, "CF.RESERVE", "n", 1000, "COLOR", 1) == "syntax error",
           "unknown option")
     check(error(r, "CF.INSERT", "n", "BOGUS", "ITEMS", "a") ==
@@ -345,18 +213,6 @@ def test_counters(s):
     check(info(r, "cnt2") == want, "copy keeps every counter: %r" %
           info(r, "cnt2"))
     r.delete("cnt", "cnt2")
-
-
-def wait_clients(r, n):
-    for _ in range(200):
-        if r.info("clients")["connected_clients"] == n:
-            return
-        time.sleep(0.01)
-    raise AssertionError("clients stay connected")
-
-
-def used_memory(r):
-    return r.info("memory")["used_memory"]
 
 
 def test_memory():
@@ -589,166 +445,6 @@ def test_scandump_chunks(s):
     check(digest(r, "big2") == digest(r, "big"), "two-chunk load equal")
 
 
-def test_rdb_restart():
-    s = Server("rdb")
-    r = s.r
-    r.execute_command("CF.RESERVE", "p", 300)
-    its = items("p", 2000)
-    add_many(r, "p", its)
-    r.execute_command("CF.DEL", "p", its[0])
-    d, inf = digest(r, "p"), info(r, "p")
-    s.stop(save=True)
-    s.start()
-    check(digest(s.r, "p") == d, "digest after RDB restart")
-    check(info(s.r, "p") == inf, "counters after RDB restart")
-    check(all(exists_many(s.r, "p", its[1:])), "items after RDB restart")
-    s.stop()
-
-    # A corrupt RDB fails loudly: written without Redis's own checksum, so
-    # that only admit's can catch the flipped byte.
-    s = Server("rdbbad", "--rdbchecksum", "no", "--rdbcompression", "no")
-    s.r.execute_command("CF.RESERVE", "p", 5000)
-    add_many(s.r, "p", items("p", 100))
-    s.stop(save=True)
-    path = os.path.join(s.dir, "dump.rdb")
-    with open(path, "rb") as f:
-        raw = bytearray(f.read())
-    at = raw.find(b"ADMITCKF")
-    check(at > 0, "filter in the RDB")
-    raw[at + 2000] ^= 0x40  # inside the table
-    with open(path, "wb") as f:
-        f.write(raw)
-    check(s.start(expect_fail=True) is False, "corrupt RDB refused")
-    check("admit: a filter in the RDB is" in s.log(), "loud: " + s.log())
-
-
-def test_aof_restart():
-    s = Server("aof", "--appendonly", "yes", "--aof-use-rdb-preamble", "no",
-               "--appendfsync", "always")
-    r = s.r
-    r.execute_command("CF.RESERVE", "a", 300, "EXPANSION", 3)
-    its = items("a", 1500)
-    add_many(r, "a", its[:1000])
-    r.execute_command("CF.DEL", "a", its[1])    # before the rewrite
-    r.execute_command("BGREWRITEAOF")
-    for _ in range(200):
-        if r.info("persistence")["aof_rewrite_in_progress"] == 0 and \
-                r.info("persistence")["aof_rewrite_scheduled"] == 0:
-            break
-        time.sleep(0.05)
-    add_many(r, "a", its[1000:])
-    r.execute_command("CF.DEL", "a", its[0])
-    d, inf = digest(r, "a"), info(r, "a")
-    check(inf["Number of items deleted"] == 2, "2 deleted")
-    aofdir = os.path.join(s.dir, "appendonlydir")
-    base = [f for f in os.listdir(aofdir) if ".base." in f]
-    check(base, "a base AOF")
-    with open(os.path.join(aofdir, base[0]), "rb") as f:
-        check(b"CF.LOADCHUNK" in f.read(), "rewrite emits CF.LOADCHUNK")
-    s.stop()
-    s.start()
-    check(digest(s.r, "a") == d, "digest after AOF restart")
-    check(info(s.r, "a") == inf, "counters after AOF restart")
-    check(all(exists_many(s.r, "a", its[2:])), "items after AOF restart")
-    s.stop()
-
-
-def wait_sync(master, replica):
-    for _ in range(400):
-        mo = master.info("replication")["master_repl_offset"]
-        ri = replica.info("replication")
-        if ri.get("master_link_status") == "up" and \
-                ri.get("slave_repl_offset") == mo:
-            return
-        time.sleep(0.05)
-    raise AssertionError("replica did not catch up")
-
-
-def test_replica():
-    m = Server("master")
-    m.r.execute_command("CF.RESERVE", "rep", 500)
-    its = items("rep", 3000)
-    add_many(m.r, "rep", its[:1000])        # before: the full sync's RDB
-    rs = Server("replica", "--replicaof", "127.0.0.1", str(m.port))
-    wait_sync(m.r, rs.r)
-    add_many(m.r, "rep", its[1000:])        # after: the command stream
-    add_many(m.r, "rep2", its[:100], "CF.ADDNX")   # created by ADDNX
-    m.r.execute_command("CF.INSERT", "rep3", "CAPACITY", 50, "ITEMS", *its[:200])
-    m.r.execute_command("CF.DEL", "rep", its[5])
-    chunk = scandump(m.r, "rep3")[0]
-    m.r.execute_command("CF.LOADCHUNK", "rep4", *chunk)
-    # A two-chunk load whose first chunk the replica never saw (it was
-    # sent before the replica existed): the last chunk carries them all.
-    m.r.execute_command("CF.RESERVE", "big", 10000000)
-    add_many(m.r, "big", its[:100])
-    chunks = scandump(m.r, "big")
-    m.r.delete("big")
-    rs.stop()
-    m.r.execute_command("CF.LOADCHUNK", "big5", *chunks[0])
-    rs.start()
-    wait_sync(m.r, rs.r)
-    check(m.r.execute_command("CF.LOADCHUNK", "big5", *chunks[1]) == b"OK",
-          "second chunk")
-    wait_sync(m.r, rs.r)
-    for k in ["rep", "rep2", "rep3", "rep4", "big5"]:
-        check(digest(rs.r, k) == digest(m.r, k), "replica digest " + k)
-    check(info(rs.r, "rep") == info(m.r, "rep"), "replica info")
-    check(rs.r.execute_command("CF.EXISTS", "rep", its[2999]) == 1, "replica")
-    check("read only" in error(rs.r, "CF.ADD", "rep", "x"), "replica read-only")
-    rs.stop()
-    m.stop()
-
-
-def test_cluster():
-    from redis.cluster import RedisCluster
-    nodes = []
-    for i in range(3):
-        nodes.append(Server("node%d" % i, "--cluster-enabled", "yes",
-                            "--cluster-config-file", "nodes.conf",
-                            "--cluster-node-timeout", "5000"))
-    # Slots split in three ranges, then the nodes introduced to each other.
-    ranges = [(0, 5460), (5461, 10922), (10923, 16383)]
-    for n, (a, b) in zip(nodes, ranges):
-        n.r.execute_command("CLUSTER", "ADDSLOTSRANGE", a, b)
-    for n in nodes[1:]:
-        nodes[0].r.execute_command("CLUSTER", "MEET", "127.0.0.1", n.port)
-    for _ in range(400):
-        if all(n.r.execute_command("CLUSTER", "INFO").decode().find(
-                "cluster_state:ok") >= 0 for n in nodes):
-            break
-        time.sleep(0.05)
-    else:
-        raise AssertionError("cluster did not form")
-    rc = RedisCluster(host="127.0.0.1", port=nodes[0].port)
-    # One key in each node's slots.
-    keys, want = [], {0, 1, 2}
-    for i in range(1000):
-        k = "cf%d" % i
-        slot = rc.keyslot(k)
-        owner = 0 if slot <= 5460 else 1 if slot <= 10922 else 2
-        if owner in want:
-            want.discard(owner)
-            keys.append((k, owner))
-    check(len(keys) == 3, "keys in three nodes")
-    for k, owner in keys:
-        check(rc.execute_command("CF.RESERVE", k, 1000) == b"OK", "c reserve")
-        for it in items(k, 300):
-            rc.execute_command("CF.ADD", k, it)
-        check(rc.execute_command("CF.ADDNX", k, "cf0:0") in (0, 1), "addnx")
-        check(all(rc.execute_command("CF.EXISTS", k, it) == 1
-                  for it in items(k, 300)), "cluster exists")
-        check(rc.execute_command("CF.MEXISTS", k, "zz", items(k, 1)[0]) ==
-              [0, 1], "cluster mexists")
-        # The filter lives on the node that owns its slot.
-        slot = rc.keyslot(k)
-        check([n.r.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot)
-               for n in nodes] == [int(i == owner) for i in range(3)],
-              "on its node only")
-    rc.close()
-    for n in nodes:
-        n.stop()
-
-
 def main():
     s = Server("main")
     tests = [("commands", lambda: test_commands(s)),
@@ -764,6 +460,8 @@ def main():
              ("rdb", test_rdb_restart),
              ("aof", test_aof_restart),
              ("replica", test_replica),
+             ("rdb-cut", test_rdb_cut),
+             ("replica-diskless", test_replica_diskless),
              ("cluster", test_cluster)]
     only = set(sys.argv[2:])
     failed = 0
@@ -780,7 +478,8 @@ def main():
             print("FAIL: the server died\n" + s.log())
             return 1
     s.stop()
-    print("%s: %d checks, %d test groups failed" % (SERVER, checks, failed))
+    print("%s: %d checks, %d test groups failed" % (SERVER, redis_testlib.checks,
+                                                     failed))
     return 1 if failed else 0
 
 

@@ -458,17 +458,113 @@ write_trace(const char *path, const uint64_t *keys, size_t n)
 	return 0;
 }
 
+/* Sizes when none were given: a workload's own, or 0.5 % to 20 % of a
+ * trace's distinct keys. */
+static void
+default_sizes(struct options *o, uint32_t distinct)
+{
+	static const unsigned per_mille[] = { 5, 10, 20, 50, 100, 200 };
+
+	if (!o->trace) {
+		o->nsizes = workload_sizes(o->workload, o->sizes, MAX_SIZES);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(per_mille) / sizeof(per_mille[0]); i++) {
+		uint64_t s = (uint64_t)distinct * per_mille[i] / 1000;
+
+		if (s > 0 && (o->nsizes == 0 || s > o->sizes[o->nsizes - 1]))
+			o->sizes[o->nsizes++] = s;
+	}
+	if (o->nsizes == 0)
+		o->sizes[o->nsizes++] = 1;
+}
+
+/* Every policy at every size: hits[policy][size].  Returns 0, or 1 having
+ * said why. */
+static int
+replay_all(const struct options *o, const uint64_t *keys, size_t n,
+           const uint32_t *ids, uint32_t distinct,
+           uint64_t hits[NPOLICIES][MAX_SIZES])
+{
+	bool progress = isatty(2) && (double)n * o->npol * o->nsizes > 2e7;
+	int rc = 0;
+
+	for (int s = 0; s < o->nsizes && rc == 0; s++) {
+		for (int p = 0; p < o->npol && rc == 0; p++) {
+			int pi = o->order[p];
+			char label[96];
+
+			snprintf(label, sizeof(label), "%s size %" PRIu64,
+			         policy_names[pi].name, o->sizes[s]);
+			if (progress)
+				fprintf(stderr, "\r%s:    ", label);
+			if (policy_names[pi].kind == KIND_ADMIT) {
+				rc = replay_seeds(o, policy_names[pi].policy,
+				                  o->sizes[s], keys, n, progress, label,
+				                  &hits[pi][s]);
+				continue;
+			}
+			if (policy_names[pi].kind == KIND_OPT)
+				hits[pi][s] = trace_opt_hits(keys, n, o->sizes[s]);
+			else
+				hits[pi][s] = peer_hits(policy_names[pi].peer, ids, n,
+				                        distinct, o->sizes[s]);
+			if (hits[pi][s] == UINT64_MAX) {
+				fprintf(stderr, "cache_sim: %s: out of memory\n",
+				        policy_names[pi].name);
+				rc = 1;
+			}
+		}
+	}
+	if (progress)
+		fprintf(stderr, "\r%60s\r", "");
+	return rc;
+}
+
+/* The hit ratios as CSV or as a table. */
+static void
+print_results(const struct options *o, const char *name, size_t n,
+              uint32_t distinct, uint64_t hits[NPOLICIES][MAX_SIZES])
+{
+	if (o->csv) {
+		printf("trace,policy,size,requests,hits,hit_ratio\n");
+		for (int p = 0; p < o->npol; p++)
+			for (int s = 0; s < o->nsizes; s++)
+				printf("%s,%s,%" PRIu64 ",%zu,%" PRIu64 ",%.2f\n", name,
+				       policy_names[o->order[p]].name, o->sizes[s], n,
+				       hits[o->order[p]][s],
+				       ratio(hits[o->order[p]][s], n));
+		return;
+	}
+	printf("%s: %zu requests, %" PRIu32 " distinct keys; hit ratio %%"
+	       " (threads %u, shards %u", name, n, distinct, o->threads,
+	       o->shards);
+	if (o->seeds > 1)
+		printf(", median of %u seeds", o->seeds);
+	printf(")\n");
+	printf("%-10s", "size");
+	for (int s = 0; s < o->nsizes; s++)
+		printf(" %9" PRIu64, o->sizes[s]);
+	printf("\n");
+	for (int p = 0; p < o->npol; p++) {
+		printf("%-10s", policy_names[o->order[p]].name);
+		for (int s = 0; s < o->nsizes; s++)
+			printf(" %9.2f", ratio(hits[o->order[p]][s], n));
+		printf("\n");
+	}
+}
+
 int
 main(int argc, char **argv)
 {
 	static uint64_t hits[NPOLICIES][MAX_SIZES];
 	struct options o;
 	uint64_t *keys;
-	uint32_t *ids, distinct;
+	uint32_t *ids = NULL, distinct = 0;
 	size_t n = 0;
 	const char *name;
 	char err[256];
-	bool progress, need_ids;
+	bool need_ids;
 	int rc = parse_args(argc, argv, &o);
 
 	if (rc)
@@ -499,86 +595,16 @@ main(int argc, char **argv)
 	need_ids = !o.csv || (o.nsizes == 0 && o.trace);
 	for (int p = 0; p < o.npol; p++)
 		need_ids |= policy_names[o.order[p]].kind == KIND_PEER;
-	ids = NULL;
-	distinct = 0;
 	if (need_ids && peer_dense_ids(keys, n, &ids, &distinct) != 0) {
 		fprintf(stderr, "cache_sim: out of memory (or 2^32 requests or more)\n");
 		free(keys);
 		return 1;
 	}
-	if (o.nsizes == 0 && !o.trace) {
-		o.nsizes = workload_sizes(o.workload, o.sizes, MAX_SIZES);
-	} else if (o.nsizes == 0) {
-		/* 0.5 % to 20 % of the distinct keys. */
-		static const unsigned per_mille[] = { 5, 10, 20, 50, 100, 200 };
-
-		for (size_t i = 0; i < sizeof(per_mille) / sizeof(per_mille[0]); i++) {
-			uint64_t s = (uint64_t)distinct * per_mille[i] / 1000;
-
-			if (s > 0 && (o.nsizes == 0 || s > o.sizes[o.nsizes - 1]))
-				o.sizes[o.nsizes++] = s;
-		}
-		if (o.nsizes == 0)
-			o.sizes[o.nsizes++] = 1;
-	}
-	progress = isatty(2) && (double)n * o.npol * o.nsizes > 2e7;
-
-	for (int s = 0; s < o.nsizes && rc == 0; s++) {
-		for (int p = 0; p < o.npol && rc == 0; p++) {
-			int pi = o.order[p];
-			char label[96];
-
-			snprintf(label, sizeof(label), "%s size %" PRIu64,
-			         policy_names[pi].name, o.sizes[s]);
-			if (progress)
-				fprintf(stderr, "\r%s:    ", label);
-			if (policy_names[pi].kind == KIND_ADMIT) {
-				rc = replay_seeds(&o, policy_names[pi].policy,
-				                  o.sizes[s], keys, n, progress, label,
-				                  &hits[pi][s]);
-				continue;
-			}
-			if (policy_names[pi].kind == KIND_OPT)
-				hits[pi][s] = trace_opt_hits(keys, n, o.sizes[s]);
-			else
-				hits[pi][s] = peer_hits(policy_names[pi].peer, ids, n,
-				                        distinct, o.sizes[s]);
-			if (hits[pi][s] == UINT64_MAX) {
-				fprintf(stderr, "cache_sim: %s: out of memory\n",
-				        policy_names[pi].name);
-				rc = 1;
-			}
-		}
-	}
-	if (progress)
-		fprintf(stderr, "\r%60s\r", "");
+	if (o.nsizes == 0)
+		default_sizes(&o, distinct);
+	rc = replay_all(&o, keys, n, ids, distinct, hits);
 	if (rc == 0) {
-		if (o.csv) {
-			printf("trace,policy,size,requests,hits,hit_ratio\n");
-			for (int p = 0; p < o.npol; p++)
-				for (int s = 0; s < o.nsizes; s++)
-					printf("%s,%s,%" PRIu64 ",%zu,%" PRIu64 ",%.2f\n", name,
-					       policy_names[o.order[p]].name, o.sizes[s], n,
-					       hits[o.order[p]][s],
-					       ratio(hits[o.order[p]][s], n));
-		} else {
-			printf("%s: %zu requests, %" PRIu32 " distinct keys; hit ratio %%"
-			       " (threads %u, shards %u", name, n, distinct,
-			       o.threads, o.shards);
-			if (o.seeds > 1)
-				printf(", median of %u seeds", o.seeds);
-			printf(")\n");
-			printf("%-10s", "size");
-			for (int s = 0; s < o.nsizes; s++)
-				printf(" %9" PRIu64, o.sizes[s]);
-			printf("\n");
-			for (int p = 0; p < o.npol; p++) {
-				printf("%-10s", policy_names[o.order[p]].name);
-				for (int s = 0; s < o.nsizes; s++)
-					printf(" %9.2f", ratio(hits[o.order[p]][s], n));
-				printf("\n");
-			}
-		}
+		print_results(&o, name, n, distinct, hits);
 		if (o.plot)
 			rc = plot(&o, name, n, hits);
 	}

@@ -9,7 +9,8 @@
  *
  * The figures to reproduce are libCacheSim's, so where its implementation
  * departs from the paper in a way that moves hit ratios, the code below
- * follows libCacheSim and says so.
+ * follows libCacheSim and says so.  The lists are peers_list.h; LIRS, the
+ * largest, is peers_lirs.c.
  */
 #include "config.h"
 
@@ -18,9 +19,8 @@
 #include <string.h>
 
 #include "peers.h"
+#include "peers_list.h"
 #include "trace.h"
-
-#define NIL UINT32_MAX
 
 /* ---- dense key numbers ----------------------------------------------------- */
 
@@ -41,8 +41,10 @@ peer_dense_ids(const uint64_t *keys, size_t n, uint32_t **ids,
 		free(out);
 		return -1;
 	}
-	memcpy(sorted, keys, n * sizeof(*sorted));
-	qsort(sorted, n, sizeof(*sorted), trace_cmp_u64);
+	if (n > 0) { /* an empty trace may come with keys NULL */
+		memcpy(sorted, keys, n * sizeof(*sorted));
+		qsort(sorted, n, sizeof(*sorted), trace_cmp_u64);
+	}
 	for (size_t i = 0; i < n; i++)
 		if (d == 0 || sorted[i] != sorted[d - 1])
 			sorted[d++] = sorted[i];
@@ -63,99 +65,6 @@ peer_dense_ids(const uint64_t *keys, size_t n, uint32_t **ids,
 	*ids = out;
 	*distinct = (uint32_t)d;
 	return 0;
-}
-
-/* ---- lists over key numbers ------------------------------------------------- */
-
-/* One set of links: a key is on at most one list of the set at a time. */
-struct links {
-	uint32_t *newer, *older;
-};
-
-struct list {
-	uint32_t head, tail; /* newest, oldest; NIL when empty */
-	uint64_t len;
-};
-
-#define LIST_EMPTY ((struct list){ NIL, NIL, 0 })
-
-static bool
-links_new(struct links *l, uint32_t distinct)
-{
-	size_t m = distinct ? distinct : 1;
-
-	l->newer = malloc(m * sizeof(*l->newer));
-	l->older = malloc(m * sizeof(*l->older));
-	return l->newer && l->older;
-}
-
-static void
-links_free(struct links *l)
-{
-	free(l->newer);
-	free(l->older);
-}
-
-static void
-list_push(struct links *l, struct list *q, uint32_t x)
-{
-	l->newer[x] = NIL;
-	l->older[x] = q->head;
-	if (q->head != NIL)
-		l->newer[q->head] = x;
-	else
-		q->tail = x;
-	q->head = x;
-	q->len++;
-}
-
-static void
-list_remove(struct links *l, struct list *q, uint32_t x)
-{
-	uint32_t nw = l->newer[x], od = l->older[x];
-
-	if (nw != NIL)
-		l->older[nw] = od;
-	else
-		q->head = od;
-	if (od != NIL)
-		l->newer[od] = nw;
-	else
-		q->tail = nw;
-	q->len--;
-}
-
-static void
-list_to_head(struct links *l, struct list *q, uint32_t x)
-{
-	if (q->head != x) {
-		list_remove(l, q, x);
-		list_push(l, q, x);
-	}
-}
-
-/* The per-key state of a replay: links and two bytes per key. */
-struct state {
-	struct links l;
-	uint8_t *where, *bits;
-};
-
-static bool
-state_new(struct state *s, uint32_t distinct)
-{
-	size_t m = distinct ? distinct : 1;
-
-	s->where = calloc(m, 1);
-	s->bits = calloc(m, 1);
-	return links_new(&s->l, distinct) && s->where && s->bits;
-}
-
-static void
-state_free(struct state *s)
-{
-	links_free(&s->l);
-	free(s->where);
-	free(s->bits);
 }
 
 /* ---- CLOCK ------------------------------------------------------------------ */
@@ -562,247 +471,6 @@ run_s3fifo(struct state *s, const uint32_t *ids, size_t n, uint64_t size)
 	return hits;
 }
 
-/* ---- LIRS ------------------------------------------------------------------- */
-
-/*
- * LIRS (Jiang & Zhang, SIGMETRICS 2002) with 1 % of the cache (at least one
- * entry) for resident HIR blocks, written after libCacheSim's LIRS, which
- * keeps the stack S, the list Q of resident HIR blocks and a list NH of
- * the non-resident HIR blocks of S as three LRU lists, and differs from
- * the paper in ways that move hit ratios:
- *   - a hit on a resident HIR block that is in Q but not in S demotes the
- *     bottom LIR block into Q first when the LIR set is full (the paper
- *     leaves the LIR set alone); with a Q of one entry that demotion evicts
- *     the very block that was hit, which stays in S as resident and
- *     uncounted until it becomes LIR or is pruned;
- *   - S is bounded: above 2 x the cache size in entries, the non-resident
- *     blocks that became non-resident first are dropped from it;
- *   - on a miss, the bottom LIR block is demoted when the LIR set is full
- *     and the block was a non-resident HIR block of S, else a resident
- *     HIR block is evicted when both sets are full.
- */
-#define LIRS_IN_S 1u
-#define LIRS_LIR 2u  /* S's copy: LIR */
-#define LIRS_RES 4u  /* S's copy: resident */
-#define LIRS_IN_Q 8u /* Q's copy, always a resident HIR block */
-#define LIRS_IN_NH 16u
-
-struct lirs {
-	uint8_t *f;
-	struct links ls, lq, lnh;
-	struct list s, q, nh;
-	uint64_t lir_limit, hir_limit, lir_count, hir_count, occupied, c;
-};
-
-static void
-lirs_s_remove(struct lirs *L, uint32_t x)
-{
-	list_remove(&L->ls, &L->s, x);
-	L->f[x] &= (uint8_t)~(LIRS_IN_S | LIRS_LIR | LIRS_RES);
-}
-
-static void
-lirs_nh_remove(struct lirs *L, uint32_t x)
-{
-	if (L->f[x] & LIRS_IN_NH) {
-		list_remove(&L->lnh, &L->nh, x);
-		L->f[x] &= (uint8_t)~LIRS_IN_NH;
-	}
-}
-
-/* Removes the HIR blocks from the bottom of S, so that it ends in an LIR
- * block (the head itself stays). */
-static void
-lirs_prune(struct lirs *L)
-{
-	uint32_t t = L->s.tail;
-
-	while (t != NIL && t != L->s.head && !(L->f[t] & LIRS_LIR)) {
-		if (!(L->f[t] & LIRS_RES))
-			lirs_nh_remove(L, t);
-		lirs_s_remove(L, t);
-		t = L->s.tail;
-	}
-}
-
-/* Evicts Q's LRU block; its copy in S, if any, becomes non-resident. */
-static bool
-lirs_evict_hir(struct lirs *L)
-{
-	uint32_t z = L->q.tail;
-
-	if (z == NIL)
-		return false;
-	L->hir_count--;
-	list_remove(&L->lq, &L->q, z);
-	L->f[z] &= (uint8_t)~LIRS_IN_Q;
-	if (L->f[z] & LIRS_IN_S) {
-		L->f[z] &= (uint8_t)~LIRS_RES;
-		if (L->f[z] & LIRS_IN_NH)
-			list_to_head(&L->lnh, &L->nh, z);
-		else
-			list_push(&L->lnh, &L->nh, z);
-		L->f[z] |= LIRS_IN_NH;
-	}
-	L->occupied--;
-	return true;
-}
-
-/* Demotes the block at the bottom of S into Q, then prunes S. */
-static bool
-lirs_evict_lir(struct lirs *L)
-{
-	uint32_t y = L->s.tail;
-
-	if (y == NIL)
-		return false;
-	L->lir_count--;
-	lirs_s_remove(L, y);
-	L->occupied--;
-	while (L->hir_count + 1 > L->hir_limit && lirs_evict_hir(L))
-		;
-	if (L->f[y] & LIRS_IN_Q)
-		list_to_head(&L->lq, &L->q, y);
-	else
-		list_push(&L->lq, &L->q, y);
-	L->f[y] |= LIRS_IN_Q;
-	L->hir_count++;
-	L->occupied++;
-	lirs_prune(L);
-	return true;
-}
-
-static void
-lirs_make_room_for_lir(struct lirs *L)
-{
-	while (L->lir_count + 1 > L->lir_limit && lirs_evict_lir(L))
-		;
-}
-
-/* Returns true on a hit. */
-static bool
-lirs_access(struct lirs *L, uint32_t x)
-{
-	uint8_t *f = L->f;
-	bool nonres_in_s;
-
-	if (f[x] & LIRS_IN_S)
-		list_to_head(&L->ls, &L->s, x);
-	if (f[x] & LIRS_IN_Q)
-		list_to_head(&L->lq, &L->q, x);
-	if ((f[x] & LIRS_IN_S) && (f[x] & LIRS_LIR)) {
-		lirs_prune(L);
-		return true;
-	}
-	if ((f[x] & LIRS_IN_S) && (f[x] & LIRS_RES)) {
-		/* A resident HIR block in S becomes LIR. */
-		if (f[x] & LIRS_IN_Q) {
-			L->hir_count--;
-			list_remove(&L->lq, &L->q, x);
-			f[x] &= (uint8_t)~LIRS_IN_Q;
-			L->occupied--;
-		}
-		lirs_make_room_for_lir(L);
-		f[x] |= LIRS_LIR;
-		L->lir_count++;
-		L->occupied++;
-		return true;
-	}
-	if (!(f[x] & LIRS_IN_S) && (f[x] & LIRS_IN_Q)) {
-		/* A resident HIR block not in S stays HIR, enters S. */
-		lirs_make_room_for_lir(L);
-		list_push(&L->ls, &L->s, x);
-		f[x] |= LIRS_IN_S | LIRS_RES;
-		return true;
-	}
-
-	/* A miss: a non-resident HIR block of S, or a block seen nowhere. */
-	nonres_in_s = f[x] & LIRS_IN_S;
-	if (nonres_in_s) {
-		lirs_make_room_for_lir(L);
-		lirs_nh_remove(L, x);
-	} else {
-		if (L->lir_limit < 1 || L->hir_limit < 1)
-			return false;
-		if (L->lir_count + 1 > L->lir_limit && L->hir_count + 1 > L->hir_limit)
-			while (L->hir_count + 1 > L->hir_limit && lirs_evict_hir(L))
-				;
-	}
-	while (L->occupied + 1 > L->c) {
-		bool progress = false;
-
-		if (nonres_in_s) {
-			while (L->hir_count >= L->hir_limit && lirs_evict_hir(L))
-				progress = true;
-			progress |= lirs_evict_lir(L);
-		} else if (L->lir_count + 1 > L->lir_limit &&
-		           L->hir_count + 1 > L->hir_limit) {
-			progress = lirs_evict_hir(L);
-		}
-		if (!progress)
-			break; /* libCacheSim would loop here for ever */
-	}
-	if (nonres_in_s) {
-		f[x] |= LIRS_LIR | LIRS_RES;
-		L->lir_count++;
-	} else if (L->lir_count + 1 <= L->lir_limit) {
-		list_push(&L->ls, &L->s, x);
-		f[x] |= LIRS_IN_S | LIRS_LIR | LIRS_RES;
-		L->lir_count++;
-	} else {
-		list_push(&L->ls, &L->s, x);
-		list_push(&L->lq, &L->q, x);
-		f[x] |= LIRS_IN_S | LIRS_RES | LIRS_IN_Q;
-		L->hir_count++;
-	}
-	L->occupied++;
-	return false;
-}
-
-/* Keeps S within 2 x the cache size, dropping the oldest non-residents. */
-static void
-lirs_limit_stack(struct lirs *L)
-{
-	while (L->s.len > 2 * L->c && L->nh.tail != NIL) {
-		uint32_t z = L->nh.tail;
-
-		if (L->f[z] & LIRS_IN_S)
-			lirs_s_remove(L, z);
-		lirs_nh_remove(L, z);
-	}
-}
-
-static uint64_t
-run_lirs(const uint32_t *ids, size_t n, uint32_t distinct, uint64_t size)
-{
-	struct lirs L = { .s = LIST_EMPTY, .q = LIST_EMPTY, .nh = LIST_EMPTY,
-	                  .c = size };
-	uint64_t hits = 0;
-	bool ok;
-
-	/* As libCacheSim: the double product, truncated, at least 1. */
-	L.hir_limit = (uint64_t)(0.01 * (double)size);
-	if (L.hir_limit < 1)
-		L.hir_limit = 1;
-	L.lir_limit = size > L.hir_limit ? size - L.hir_limit : 0;
-	L.f = calloc(distinct ? distinct : 1, 1);
-	ok = links_new(&L.ls, distinct) & links_new(&L.lq, distinct) &
-	     links_new(&L.lnh, distinct);
-	if (ok && L.f) {
-		for (size_t i = 0; i < n; i++) {
-			hits += lirs_access(&L, ids[i]);
-			lirs_limit_stack(&L);
-		}
-	} else {
-		hits = UINT64_MAX;
-	}
-	links_free(&L.ls);
-	links_free(&L.lq);
-	links_free(&L.lnh);
-	free(L.f);
-	return hits;
-}
-
 /* ---- dispatch --------------------------------------------------------------- */
 
 uint64_t
@@ -815,7 +483,7 @@ peer_hits(enum peer_policy p, const uint32_t *ids, size_t n,
 	if (n == 0 || size == 0 || !ids)
 		return 0;
 	if (p == PEER_LIRS)
-		return run_lirs(ids, n, distinct, size);
+		return peer_run_lirs(ids, n, distinct, size);
 	if (!state_new(&s, distinct)) {
 		state_free(&s);
 		return UINT64_MAX;

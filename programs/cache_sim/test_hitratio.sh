@@ -261,7 +261,7 @@ for t in gli.trace.gz loop.trace.gz multi1.trace.gz multi2.trace.gz multi3.trace
 	done
 done >>"$tmp/rules"
 
-# ---- The built-in patterns of issue 12 (zigzag, scan-repeat, scan-hot) ----
+# ---- The built-in patterns (zigzag, scan-repeat, scan-hot) ----
 # LRU is optimal on zigzag and scores 0 on scan-repeat; opt and lru are
 # exact.  wtinylfu agrees within a point with tools/wtinylfu_model.py, a
 # W-TinyLFU with exact counts (doorkeeper on), read from the very keys

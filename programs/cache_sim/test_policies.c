@@ -63,6 +63,12 @@ START_TEST(test_dense_ids)
 	ck_assert_uint_eq(distinct, 0);
 	ck_assert_uint_eq(peer_hits(PEER_ARC, ids, 0, 0, 10), 0);
 	free(ids);
+	/* An empty trace reaches here with no key array at all. */
+	ck_assert_int_eq(peer_dense_ids(NULL, 0, &ids, &distinct), 0);
+	ck_assert_uint_eq(distinct, 0);
+	for (size_t i = 0; i < NALL; i++)
+		ck_assert_uint_eq(peer_hits(all[i], ids, 0, 0, 10), 0);
+	free(ids);
 }
 END_TEST
 

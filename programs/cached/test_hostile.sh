@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs test_hostile.py (issue 16's hostile-client probe) against the built
+# Runs test_hostile.py (a hostile-client probe) against the built
 # admit-cached; skips (77) without python3.
 : "${top_srcdir:=.}"
 if ! command -v python3 >/dev/null 2>&1; then

@@ -51,7 +51,7 @@ for j in 1 2; do
 done
 run "admit-dedup -j 2 (default capacity: grows)" "$dd" -j 2
 S[grow]=$secs R[grow]=$rss
-# A small horizon must cost what a large one does (issue 14: 80 to 200x).
+# A small horizon must cost about what a large one does (at most 2x).
 for h in 1 1000000; do
 	run "admit-dedup -j 2 --horizon $h" "$dd" -j 2 --horizon "$h"
 	S[h$h]=$secs R[h$h]=$rss

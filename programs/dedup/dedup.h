@@ -21,13 +21,17 @@
 #ifndef ADMIT_DEDUP_H
 #define ADMIT_DEDUP_H
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <admit/admit.h>
 
 #define DD_MAX_SHARDS 64u
+/* The library sizes a table for 95 % load: the most load a filter runs at. */
+#define DD_LIB_LOAD 0.95
 
 struct dd_shard {
 	struct admit_chain *chain;
@@ -107,6 +111,27 @@ void dd_seen_totals(const struct dd_seen *s, struct dd_totals *t);
 /* Bits of table per item the chosen sizing costs. */
 double dd_seen_bits_per_item(const struct dd_seen *s);
 
+/* The filters' key: h as 8 little-endian bytes (what the state file has
+ * always held).  Not snap_put64: its byte loop was a tenth of the
+ * instructions admit-dedup spends per line. */
+static inline void
+dd_key_of_hash(unsigned char key[8], uint64_t h)
+{
+	uint64_t le = htole64(h);
+
+	memcpy(key, &le, 8);
+}
+
+/* The seed of shard's chain: a function of the run's seed. */
+uint64_t dd_shard_seed(const struct dd_seen *s, unsigned shard);
+/* d->p and d->w from the chain as it stands (after growth or a trim). */
+void dd_shard_refresh(struct dd_shard *d);
+/* Filters in chain c now. */
+unsigned dd_chain_filters(const struct admit_chain *c);
+/* A ring for s->batch admissions, none allocated before. */
+enum admit_status dd_seen_ring_alloc(struct dd_seen *s);
+
+/* state.c: the --save / --load file. */
 enum admit_status dd_seen_save(const struct dd_seen *s, const char *path);
 /* On error, *why says what was wrong with the file. */
 enum admit_status dd_seen_load(const char *path, unsigned batch,

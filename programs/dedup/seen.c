@@ -18,9 +18,6 @@
 #include "hash.h" /* admit_mix64, the library's mixer */
 #include "snapfile.h"
 
-/* The library sizes a table for 95 % load: the most load a filter runs at. */
-#define LIB_LOAD 0.95
-
 /* Probability that one lookup of an absent key matches in one filter at
  * its load now: 2 buckets x 4 slots, each matching a random non-zero
  * fingerprint with probability at most 1 / (2^f - 2) (src/chain.c says
@@ -34,20 +31,8 @@ filter_fpr(const struct admit_chain_filter_info *fi)
 	       (double)((1u << fi->fingerprint_bits) - 2);
 }
 
-/* The filters' key: h as 8 little-endian bytes (what the state file has
- * always held).  Not snap_put64: its byte loop was a tenth of the
- * instructions admit-dedup spends per line. */
-static inline void
-key_of_hash(unsigned char key[8], uint64_t h)
-{
-	uint64_t le = htole64(h);
-
-	memcpy(key, &le, 8);
-}
-
-/* d->p and d->w from the chain as it stands (after growth or a trim). */
-static void
-refresh_fpr(struct dd_shard *d)
+void
+dd_shard_refresh(struct dd_shard *d)
 {
 	struct admit_chain_filter_info fi;
 
@@ -67,7 +52,13 @@ note_add(struct dd_shard *d, unsigned idx)
 	if (idx < d->nw)
 		d->p += d->w[idx];
 	else
-		refresh_fpr(d);
+		dd_shard_refresh(d);
+}
+
+uint64_t
+dd_shard_seed(const struct dd_seen *s, unsigned shard)
+{
+	return admit_mix64(s->seed ^ admit_mix64((uint64_t)shard << 8)) | 1;
 }
 
 /* Shard i's chain: the first filter holds shard_cap keys at load alpha,
@@ -85,17 +76,17 @@ shard_chain(const struct dd_seen *s, unsigned shard, struct admit_chain **out)
 		.max_load = s->alpha,
 		/* One worker per shard at a time, handed over at barriers. */
 		.single_writer = true,
-		.seed = admit_mix64(s->seed ^ admit_mix64((uint64_t)shard << 8)) | 1,
+		.seed = dd_shard_seed(s, shard),
 	};
 
-	if (ceil((double)s->shard_cap * LIB_LOAD / s->alpha) >
+	if (ceil((double)s->shard_cap * DD_LIB_LOAD / s->alpha) >
 	    (double)ADMIT_CUCKOO_MAX_CAPACITY)
 		return ADMIT_ETOOBIG;
 	return admit_chain_new(&cfg, out);
 }
 
-static unsigned
-chain_filters(const struct admit_chain *c)
+unsigned
+dd_chain_filters(const struct admit_chain *c)
 {
 	struct admit_chain_info info;
 
@@ -111,7 +102,7 @@ dd_seen_set_grow(struct dd_seen *s, bool grow)
 		struct admit_chain *c = s->shard[i].chain;
 		enum admit_status st;
 
-		st = admit_chain_set_max_filters(c, grow ? 0 : chain_filters(c));
+		st = admit_chain_set_max_filters(c, grow ? 0 : dd_chain_filters(c));
 		if (st != ADMIT_OK)
 			return st;
 	}
@@ -125,7 +116,7 @@ choose_sizing(const struct dd_params *p, struct dd_seen *s)
 
 	if (p->fpr == 0) {
 		s->fp_bits = 16;
-		s->alpha = LIB_LOAD;
+		s->alpha = DD_LIB_LOAD;
 		return ADMIT_OK;
 	}
 	if (!(p->fpr > 0 && p->fpr < 1))
@@ -134,7 +125,7 @@ choose_sizing(const struct dd_params *p, struct dd_seen *s)
 	 * width, the highest load that meets the target, then the width
 	 * costing fewer bits. */
 	for (unsigned f = 8; f <= 16; f += 8) {
-		double a = fmin(LIB_LOAD, p->fpr * (double)((1u << f) - 2) / 8);
+		double a = fmin(DD_LIB_LOAD, p->fpr * (double)((1u << f) - 2) / 8);
 		double bits = f / a;
 
 		if (best == 0 || bits < best) {
@@ -188,8 +179,8 @@ dd_seen_ring_reserve(struct dd_seen *s, uint64_t n)
 	return ADMIT_OK;
 }
 
-static enum admit_status
-ring_alloc(struct dd_seen *s)
+enum admit_status
+dd_seen_ring_alloc(struct dd_seen *s)
 {
 	s->ring_size = 0;
 	return dd_seen_ring_reserve(s, s->batch);
@@ -235,7 +226,7 @@ dd_seen_new(const struct dd_params *p, struct dd_seen **out)
 	s->grow = p->grow;
 	s->horizon = p->horizon;
 	s->batch = p->batch;
-	st = ring_alloc(s);
+	st = dd_seen_ring_alloc(s);
 	if (st != ADMIT_OK)
 		goto out;
 	s->shard = calloc(s->nshards, sizeof(*s->shard));
@@ -247,7 +238,7 @@ dd_seen_new(const struct dd_params *p, struct dd_seen **out)
 		st = shard_chain(s, i, &s->shard[i].chain);
 		if (st != ADMIT_OK)
 			goto out;
-		refresh_fpr(&s->shard[i]);
+		dd_shard_refresh(&s->shard[i]);
 	}
 	st = dd_seen_set_grow(s, p->grow);
 	if (st != ADMIT_OK)
@@ -281,7 +272,7 @@ dd_seen_admit(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t *gen)
 	unsigned idx;
 	double p;
 
-	key_of_hash(key, h);
+	dd_key_of_hash(key, h);
 	/* Before the insert, with the loads this key met (a filter chained
 	 * in by this very insert is empty and adds nothing). */
 	p = d->p;
@@ -305,7 +296,7 @@ dd_seen_insert(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t *gen)
 	enum admit_status st;
 	unsigned idx;
 
-	key_of_hash(key, h);
+	dd_key_of_hash(key, h);
 	st = admit_chain_add_at(d->chain, key, 8, &idx);
 	if (st != ADMIT_OK)
 		return st;
@@ -322,7 +313,7 @@ dd_seen_delete(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t gen)
 	unsigned char key[8];
 	enum admit_status st;
 
-	key_of_hash(key, h);
+	dd_key_of_hash(key, h);
 	st = admit_chain_delete_at(d->chain, idx, key, 8);
 	if (st == ADMIT_EINVAL)
 		return ADMIT_NOTFOUND; /* no such filter (any more) */
@@ -339,10 +330,10 @@ dd_seen_delete(struct dd_seen *s, unsigned shard, uint64_t h, uint8_t gen)
 	if (st != ADMIT_OK || removed == 0)
 		return st;
 	d->trimmed += removed;
-	refresh_fpr(d);
+	dd_shard_refresh(d);
 	/* Without growth the chain must not grow back into the room. */
 	return s->grow ? ADMIT_OK :
-	       admit_chain_set_max_filters(d->chain, chain_filters(d->chain));
+	       admit_chain_set_max_filters(d->chain, dd_chain_filters(d->chain));
 }
 
 void
@@ -378,361 +369,4 @@ double
 dd_seen_bits_per_item(const struct dd_seen *s)
 {
 	return s->fp_bits / s->alpha;
-}
-
-/* ---- state files -----------------------------------------------------------
- * Little-endian: "ADMITDD1", u32 version (2), nshards, fp_bits, flags (bit
- * 0: grow); u64 alpha (IEEE bits), seed, shard_cap, horizon, batch (of the
- * saving run, informational), admitted, ring_len; per shard u64 est_false
- * (bits), u64 length and that many bytes of admit_chain_dump(); the ring,
- * oldest first, as u64 h and u8 filter number (mod 256); u64 XXH3 of
- * everything before it.  Version 1 (before admit-dedup used admit_chain)
- * held its own filter lists: refused with a message saying so.
- */
-static const char MAGIC[8] = "ADMITDD1";
-#define VERSION 2
-
-struct wbuf {
-	unsigned char *p;
-	size_t len, cap;
-	bool nomem;
-};
-
-static void
-put(struct wbuf *w, const void *src, size_t n)
-{
-	if (w->nomem)
-		return;
-	if (w->len + n > w->cap) {
-		size_t cap = w->cap ? w->cap : 4096;
-		unsigned char *np;
-
-		while (cap < w->len + n)
-			cap *= 2;
-		np = realloc(w->p, cap);
-		if (!np) {
-			w->nomem = true;
-			return;
-		}
-		w->p = np;
-		w->cap = cap;
-	}
-	memcpy(w->p + w->len, src, n);
-	w->len += n;
-}
-
-static void
-put64(struct wbuf *w, uint64_t v)
-{
-	unsigned char b[8];
-
-	snap_put64(b, v);
-	put(w, b, 8);
-}
-
-static void
-put32(struct wbuf *w, uint32_t v)
-{
-	unsigned char b[4];
-
-	snap_put32(b, v);
-	put(w, b, 4);
-}
-
-static uint64_t
-dbits(double d)
-{
-	uint64_t v;
-
-	memcpy(&v, &d, 8);
-	return v;
-}
-
-static double
-bitsd(uint64_t v)
-{
-	double d;
-
-	memcpy(&d, &v, 8);
-	return d;
-}
-
-/* The whole of a regular file (snapfile_open refuses a FIFO or a device
- * without blocking on it).  ADMIT_EIO leaves errno set. */
-static enum admit_status
-read_file(const char *path, unsigned char **data, size_t *len)
-{
-	struct wbuf w = { 0 };
-	unsigned char chunk[65536];
-	enum admit_status st;
-	uint64_t size;
-	ssize_t n;
-	int fd, err;
-
-	st = snapfile_open(path, &fd, &size);
-	if (st != ADMIT_OK)
-		return st;
-	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			break;
-		put(&w, chunk, (size_t)n);
-	}
-	err = errno;
-	close(fd);
-	if (n < 0 || w.nomem) {
-		free(w.p);
-		errno = err;
-		return w.nomem ? ADMIT_NOMEM : ADMIT_EIO;
-	}
-	*data = w.p;
-	*len = w.len;
-	return ADMIT_OK;
-}
-
-static enum admit_status
-put_chain(struct wbuf *w, const struct admit_chain *c)
-{
-	void *buf = NULL;
-	size_t len = 0;
-	enum admit_status st = admit_chain_dump(c, &buf, &len);
-
-	if (st != ADMIT_OK)
-		return st;
-	put64(w, len);
-	put(w, buf, len);
-	free(buf);
-	return ADMIT_OK;
-}
-
-enum admit_status
-dd_seen_save(const struct dd_seen *s, const char *path)
-{
-	struct wbuf w = { 0 };
-	enum admit_status st = ADMIT_OK;
-
-	if (!s || !path)
-		return ADMIT_EINVAL;
-
-	put(&w, MAGIC, 8);
-	put32(&w, VERSION);
-	put32(&w, s->nshards);
-	put32(&w, s->fp_bits);
-	put32(&w, s->grow ? 1 : 0);
-	put64(&w, dbits(s->alpha));
-	put64(&w, s->seed);
-	put64(&w, s->shard_cap);
-	put64(&w, s->horizon);
-	put64(&w, s->batch);
-	put64(&w, s->admitted);
-	put64(&w, s->ring_len);
-	for (unsigned i = 0; i < s->nshards && st == ADMIT_OK; i++) {
-		put64(&w, dbits(s->shard[i].est_false));
-		st = put_chain(&w, s->shard[i].chain);
-	}
-	for (uint64_t k = 0; k < s->ring_len; k++) {
-		uint64_t pos = (s->admitted - s->ring_len + k) % s->ring_size;
-
-		put64(&w, s->ring_h[pos]);
-		put(&w, &s->ring_g[pos], 1);
-	}
-	if (st == ADMIT_OK && w.nomem)
-		st = ADMIT_NOMEM;
-	if (st != ADMIT_OK)
-		goto out;
-	put64(&w, XXH3_64bits(w.p, w.len));
-	if (w.nomem) {
-		st = ADMIT_NOMEM;
-		goto out;
-	}
-	/* The library's writer: a temporary file renamed over the regular
-	 * file path names (following a symlink, refusing a device). */
-	st = snapfile_write(path, &(struct snapfile_part){ w.p, w.len }, 1);
-out:
-	free(w.p);
-	return st;
-}
-
-struct rbuf {
-	const unsigned char *p;
-	size_t len, off;
-	bool bad;
-};
-
-static const unsigned char *
-take(struct rbuf *r, size_t n)
-{
-	const unsigned char *q;
-
-	if (r->bad || n > r->len - r->off) {
-		r->bad = true;
-		return NULL;
-	}
-	q = r->p + r->off;
-	r->off += n;
-	return q;
-}
-
-static uint64_t
-take64(struct rbuf *r)
-{
-	const unsigned char *q = take(r, 8);
-
-	return q ? snap_get64(q) : 0;
-}
-
-static uint32_t
-take32(struct rbuf *r)
-{
-	const unsigned char *q = take(r, 4);
-
-	return q ? snap_get32(q) : 0;
-}
-
-/* A shard's chain: the chain the saving run made for it, so of this
- * file's width, load and first capacity. */
-static enum admit_status
-take_chain(struct rbuf *r, const struct dd_seen *s, struct dd_shard *d)
-{
-	uint64_t len = take64(r);
-	const unsigned char *q = take(r, len);
-	struct admit_chain_info info;
-	enum admit_status st;
-
-	if (!q)
-		return ADMIT_ECORRUPT;
-	st = admit_chain_restore(q, len, &d->chain);
-	if (st != ADMIT_OK)
-		return st;
-	admit_chain_info(d->chain, &info);
-	if (info.fingerprint_bits != s->fp_bits || info.max_load != s->alpha ||
-	    info.first_capacity != s->shard_cap || info.expansion != 2)
-		return ADMIT_ECORRUPT;
-	d->trimmed = info.trimmed;
-	return ADMIT_OK;
-}
-
-enum admit_status
-dd_seen_load(const char *path, unsigned batch, struct dd_seen **out,
-             const char **why)
-{
-	unsigned char *data = NULL;
-	size_t len = 0;
-	struct rbuf r;
-	struct dd_seen *s = NULL;
-	enum admit_status st = ADMIT_ECORRUPT;
-	uint64_t n;
-
-	*why = "not an admit-dedup state file";
-	st = read_file(path, &data, &len);
-	if (st != ADMIT_OK) {
-		*why = st == ADMIT_EIO ? strerror(errno ? errno : EIO) :
-		       admit_strerror(st);
-		return st;
-	}
-	st = ADMIT_ECORRUPT;
-	if (len < 16 || memcmp(data, MAGIC, 8) != 0)
-		goto out;
-	/* Before the checksum: an old file is old, whatever else is wrong. */
-	*why = "saved by an admit-dedup before 0.2.0 (state format 1); "
-	       "this one reads format 2 only: rebuild the state with --save";
-	if (snap_get32(data + 8) == 1)
-		goto out;
-	*why = "checksum mismatch (truncated or altered)";
-	if (snap_get64(data + len - 8) != XXH3_64bits(data, len - 8))
-		goto out;
-	r = (struct rbuf){ data, len - 8, 8, false };
-	*why = "unsupported version or bad parameters";
-	s = calloc(1, sizeof(*s));
-	if (!s) {
-		st = ADMIT_NOMEM;
-		goto out;
-	}
-	if (take32(&r) != VERSION)
-		goto out;
-	s->nshards = take32(&r);
-	s->fp_bits = take32(&r);
-	s->grow = take32(&r) & 1;
-	s->alpha = bitsd(take64(&r));
-	s->seed = take64(&r);
-	s->shard_cap = take64(&r);
-	s->horizon = take64(&r);
-	(void)take64(&r); /* the saving run's batch */
-	s->admitted = take64(&r);
-	s->ring_len = take64(&r);
-	if (r.bad || s->nshards == 0 || s->nshards > DD_MAX_SHARDS ||
-	    (s->nshards & (s->nshards - 1)) || (s->fp_bits != 8 && s->fp_bits != 16) ||
-	    !(s->alpha > 0 && s->alpha <= LIB_LOAD) || s->shard_cap == 0 ||
-	    s->horizon > ((uint64_t)1 << 40) || s->ring_len > s->horizon ||
-	    s->ring_len > s->admitted)
-		goto out;
-	s->shard_shift = 64;
-	for (unsigned k = s->nshards; k > 1; k /= 2)
-		s->shard_shift--;
-	s->batch = s->horizon && batch > s->horizon ? (unsigned)s->horizon : batch;
-	st = ring_alloc(s);
-	if (st != ADMIT_OK)
-		goto out;
-	st = ADMIT_NOMEM;
-	s->shard = calloc(s->nshards, sizeof(*s->shard));
-	if (!s->shard)
-		goto out;
-	st = ADMIT_ECORRUPT;
-	*why = "bad filter chain";
-	for (unsigned i = 0; i < s->nshards; i++) {
-		struct dd_shard *d = &s->shard[i];
-
-		d->est_false = bitsd(take64(&r));
-		st = take_chain(&r, s, d);
-		if (st != ADMIT_OK) {
-			*why = st == ADMIT_NOMEM ? admit_strerror(st) :
-			       "bad filter chain";
-			goto out;
-		}
-		refresh_fpr(d);
-	}
-	st = ADMIT_ECORRUPT;
-	*why = "bad horizon ring";
-	n = 0;
-	for (uint64_t k = 0; k < s->ring_len; k++) {
-		uint64_t pos = (s->admitted - s->ring_len + k) % s->ring_size;
-		const struct dd_shard *d;
-		const unsigned char *g;
-
-		s->ring_h[pos] = take64(&r);
-		g = take(&r, 1);
-		if (!g)
-			goto out;
-		d = &s->shard[dd_shard_of(s, s->ring_h[pos])];
-		if ((uint8_t)(*g - (uint8_t)d->trimmed) >= chain_filters(d->chain))
-			goto out;
-		s->ring_g[pos] = *g;
-		n++;
-	}
-	if (r.off != r.len)
-		goto out;
-	if (s->horizon) {
-		struct admit_chain_info info;
-		uint64_t items = 0;
-
-		for (unsigned i = 0; i < s->nshards; i++) {
-			admit_chain_info(s->shard[i].chain, &info);
-			items += info.items;
-		}
-		if (items != n)
-			goto out;
-	}
-	/* As saved; main.c sets it for this run. */
-	st = dd_seen_set_grow(s, s->grow);
-	if (st != ADMIT_OK)
-		goto out;
-	*out = s;
-	s = NULL;
-	st = ADMIT_OK;
-	*why = NULL;
-out:
-	dd_seen_free(s);
-	free(data);
-	return st;
 }

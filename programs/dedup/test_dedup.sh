@@ -185,6 +185,41 @@ printf '\377' | dd of="$tmp/flip" bs=1 seek=5000 conv=notrunc 2>/dev/null
 expect "altered state: exit 2" [ $? -eq 2 ]
 "$dd" --load "$tmp/text" </dev/null 2>"$tmp/err"
 expect "not a state file: exit 2" [ $? -eq 2 ]
+# Edited with the checksum recomputed (dedup_gen resum): each field must
+# agree with the rest of the file, or the load refuses it (exit 2) before
+# writing a line.  poke FILE OFFSET BYTES (printf escapes); the header's
+# u64 admitted is at 64, the first shard's estimate at 80, and the ring's
+# newest entry (u64 hash, u8 filter) 17 bytes before the end.
+poke() { cp "$1" "$tmp/edit"; printf "$3" |
+	dd of="$tmp/edit" bs=1 seek="$2" conv=notrunc 2>/dev/null; "$gen" resum "$tmp/edit"; }
+refused() {
+	"$dd" --load "$tmp/edit" "$tmp/wpart2" >"$tmp/eout" 2>"$tmp/err"
+	expect "edited state, checksum recomputed: $1: exit 2, nothing written" \
+		[ $? -eq 2 -a ! -s "$tmp/eout" -a -n "$(grep 'cannot load' "$tmp/err")" ]
+}
+wlen=$(wc -c <"$tmp/wstate")
+poke "$tmp/wstate" $((wlen - 17)) '\125'; refused "a ring hash changed"
+poke "$tmp/wstate" $((wlen - 9 - 17)) '\125'; refused "an older ring hash changed"
+poke "$tmp/wstate" 64 '\377\377\377\377\377\377\377\377'; refused "admitted = 2^64 - 1"
+poke "$tmp/wstate" 64 '\000\000\000\000\000\000\000\000'; refused "admitted = 0"
+poke "$tmp/wstate" 80 '\000\000\000\000\000\000\370\177'; refused "a NaN estimate"
+poke "$tmp/wstate" 80 '\000\000\000\000\000\000\360\377'; refused "a -inf estimate"
+poke "$tmp/state" 64 '\001'; refused "admitted not the filters' item count"
+poke "$tmp/wstate" 32 '\000\000\000\000\000\000\000\000'; refused "seed 0"
+# The header of a --seed 5 state on the chains of a --seed 6 one: each is
+# sound alone, but the lines would be hashed with 5 and the filters hold
+# keys hashed with 6.
+head -n 1000 "$tmp/text" >"$tmp/small"
+"$dd" --seed 5 --save "$tmp/s5" "$tmp/small" >/dev/null
+"$dd" --seed 6 --save "$tmp/s6" "$tmp/small" >/dev/null
+{ head -c 80 "$tmp/s5"; tail -c +81 "$tmp/s6"; } >"$tmp/edit"
+"$gen" resum "$tmp/edit"
+"$dd" --load "$tmp/edit" "$tmp/small" >"$tmp/eout" 2>"$tmp/err"
+expect "edited state, checksum recomputed: chains of another seed: exit 2, nothing written" \
+	[ $? -eq 2 -a ! -s "$tmp/eout" -a -n "$(grep 'cannot load' "$tmp/err")" ]
+poke "$tmp/wstate" 0 'ADMITDD1'
+"$dd" --load "$tmp/edit" </dev/null >/dev/null 2>&1
+expect "an unedited state, resummed, still loads" [ $? -eq 0 ]
 echo a | "$dd" --save "$tmp/no/such/dir/state" >/dev/null 2>"$tmp/err"
 expect "--save into a missing directory: exit 4" [ $? -eq 4 ]
 ln -s state2 "$tmp/slink"
