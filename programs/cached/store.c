@@ -43,48 +43,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "store.h"
-
-#define REL_EXPTIME_MAX 2592000  /* 30 days: above, an exptime is a Unix time */
-#define MAX_SLOTS 1024u          /* hazard slots: workers + maintenance */
-#define NS_PER_S UINT64_C(1000000000)
-
-/* The item header, 12 bytes in front of the data, each charged against
- * --memory for every item; read and written with memcpy (the cache keeps
- * values unaligned). */
-#define HDR 12u
-
-static void
-hdr_put(char *p, uint64_t cas, uint32_t flags)
-{
-	memcpy(p, &cas, sizeof(cas));
-	memcpy(p + 8, &flags, sizeof(flags));
-}
-
-static void
-hdr_get(const char *p, uint64_t *cas, uint32_t *flags)
-{
-	memcpy(cas, p, sizeof(*cas));
-	memcpy(flags, p + 8, sizeof(*flags));
-}
-
-struct cached_store {
-	_Atomic(struct admit_lru *) lru;
-	struct admit_lru_config cfg;     /* to make the next one on a flush */
-	size_t max_item;
-	atomic_uint_fast64_t cas_seq;    /* last unique handed out */
-	atomic_int_fast64_t flush_at;    /* pending delayed flush; 0 = none */
-	pthread_mutex_t flush_mu;        /* one flush at a time; base */
-	struct admit_lru_stats base;     /* counters of flushed admit_lrus */
-	atomic_uint nslots;
-	_Atomic(struct admit_lru *) hazard[MAX_SLOTS];
-	/* The maintenance thread. */
-	pthread_t maint;
-	bool maint_started, stopping;    /* under maint_mu */
-	pthread_mutex_t maint_mu;
-	pthread_cond_t maint_cv;
-	struct cached_scratch maint_scratch;
-};
+#include "store_impl.h"
 
 static void *maint_main(void *arg);
 
@@ -181,7 +140,7 @@ cached_scratch_free(struct cached_scratch *s)
  * already past (admit_lru then removes the key at once; its clock is far
  * beyond 1 ns by the time anything runs).
  */
-static uint64_t
+uint64_t
 expires_at(struct admit_lru *lru, int64_t e)
 {
 	int64_t secs;
@@ -222,7 +181,7 @@ hz_acquire(struct cached_store *st, struct cached_scratch *s)
 	s->lru = p;
 }
 
-static void
+void
 hz_release(struct cached_store *st, struct cached_scratch *s)
 {
 	/* release: every use of s->lru happens before a flusher that reads
@@ -317,13 +276,19 @@ cached_store_flush(struct cached_store *st, int64_t delay)
 
 /* Every command: a due delayed flush first, then the hazard, then the
  * key's one hash. */
-static uint64_t
+uint64_t
 begin(struct cached_store *st, struct cached_scratch *s, const char *key,
       size_t klen)
 {
 	flush_due(st);
 	hz_acquire(st, s);
 	return admit_lru_hash(s->lru, key, klen);
+}
+
+uint64_t
+next_cas(struct cached_store *st)
+{
+	return atomic_fetch_add(&st->cas_seq, 1) + 1;
 }
 
 /* ---- get ------------------------------------------------------------- */
@@ -376,7 +341,7 @@ struct upd {
 };
 
 /* Whether up holds one of our items; *cas, *flags, *data, *len its parts. */
-static bool
+bool
 old_item(const struct admit_lru_update *up, uint64_t *cas, uint32_t *flags,
          const char **data, size_t *len)
 {
@@ -418,6 +383,44 @@ put(struct upd *u, struct admit_lru_update *up, uint32_t flags,
 	return ADMIT_LRU_STORE_FORCE;
 }
 
+/* incr and decr of the item found (cas, flags, old, oldlen). */
+static enum admit_lru_verdict
+arith(struct upd *u, struct admit_lru_update *up, uint64_t cas, uint32_t flags,
+      const char *old, size_t oldlen)
+{
+	const struct cached_req *req = u->req;
+	char num[24];
+	uint64_t v;
+	int len;
+
+	if (!oldlen || !cached_strtoull(old, oldlen, &v)) {
+		u->r = CACHED_NON_NUMERIC;
+		return ADMIT_LRU_KEEP;
+	}
+	if (req->cmd == CACHED_INCR)
+		v += req->delta;  /* wraps at 2^64, as memcached does */
+	else
+		v = req->delta > v ? 0 : v - req->delta;
+	len = snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
+	u->r = CACHED_NUMBER;
+	u->value = v;
+	/* A number no longer than the old value is padded with spaces to its
+	 * length, as memcached rewrites it in place; the item stays stale or
+	 * won, as memcached's does. */
+	if ((size_t)len <= oldlen) {
+		char *p = admit_lru_update_alloc(up, HDR + oldlen);
+
+		if (p) {
+			hdr_put(p, (atomic_fetch_add(&u->st->cas_seq, 1) + 1) |
+			           (cas & ~CACHED_CAS_MASK), flags);
+			memcpy(p + HDR, num, (size_t)len);
+			memset(p + HDR + len, ' ', oldlen - (size_t)len);
+		}
+		return ADMIT_LRU_STORE_FORCE;
+	}
+	return put(u, up, flags, NULL, num, (size_t)len, NULL, 0);
+}
+
 /* The updater of every read-modify-write command; runs under the key's
  * shard mutex. */
 static enum admit_lru_verdict
@@ -427,11 +430,9 @@ updater(struct admit_lru_update *up, void *arg)
 	const struct cached_req *req = u->req;
 	const char *old;
 	size_t oldlen, n = (size_t)req->bytes;
-	uint64_t cas, v;
+	uint64_t cas;
 	uint32_t flags;
 	bool found = old_item(up, &cas, &flags, &old, &oldlen);
-	char num[24];
-	int len;
 
 	switch (req->cmd) {
 	case CACHED_ADD:
@@ -469,32 +470,7 @@ updater(struct admit_lru_update *up, void *arg)
 			u->r = CACHED_NOT_FOUND;
 			return ADMIT_LRU_KEEP;
 		}
-		if (!oldlen || !cached_strtoull(old, oldlen, &v)) {
-			u->r = CACHED_NON_NUMERIC;
-			return ADMIT_LRU_KEEP;
-		}
-		if (req->cmd == CACHED_INCR)
-			v += req->delta;  /* wraps at 2^64, as memcached does */
-		else
-			v = req->delta > v ? 0 : v - req->delta;
-		len = snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
-		u->r = CACHED_NUMBER;
-		u->value = v;
-		/* A number no longer than the old value is padded with
-		 * spaces to its length, as memcached rewrites it in place;
-		 * the item stays stale or won, as memcached's does. */
-		if ((size_t)len <= oldlen) {
-			char *p = admit_lru_update_alloc(up, HDR + oldlen);
-
-			if (p) {
-				hdr_put(p, (atomic_fetch_add(&u->st->cas_seq, 1) + 1) |
-				           (cas & ~CACHED_CAS_MASK), flags);
-				memcpy(p + HDR, num, (size_t)len);
-				memset(p + HDR + len, ' ', oldlen - (size_t)len);
-			}
-			return ADMIT_LRU_STORE_FORCE;
-		}
-		return put(u, up, flags, NULL, num, (size_t)len, NULL, 0);
+		return arith(u, up, cas, flags, old, oldlen);
 	case CACHED_TOUCH:
 		if (!found) {
 			u->r = CACHED_NOT_FOUND;
@@ -626,311 +602,6 @@ cached_store_gat(struct cached_store *st, struct cached_scratch *s,
 	admit_lru_compute_hashed(s->lru, h, key, klen, updater, &u);
 	hz_release(st, s);
 	return u.r == CACHED_NOT_FOUND ? CACHED_MISS : CACHED_HIT;
-}
-
-/* ---- meta commands: one admit_lru_compute each ------------------------- */
-
-struct mupd {
-	struct cached_store *st;
-	const struct cached_meta *m;
-	const char *data;            /* ms: the data block */
-	struct admit_lru *lru;
-	struct cached_meta_result *res;
-	cached_meta_writer_t fn;
-	void *arg;
-};
-
-/* Seconds left before exp on lru's clock, rounded up; -1 for never. */
-static int64_t
-ttl_left(struct admit_lru *lru, uint64_t exp)
-{
-	uint64_t now = admit_lru_now(lru);
-
-	if (!exp)
-		return -1;
-	return exp <= now ? 0 : (int64_t)((exp - now + NS_PER_S - 1) / NS_PER_S);
-}
-
-/* The new value: the header, a, then b (or, b NULL, blen spaces); false
- * when no buffer (admit_lru_compute then reports why). */
-static bool
-meta_put(struct mupd *u, struct admit_lru_update *up, uint64_t cas,
-         uint32_t flags, const char *a, size_t alen, const char *b, size_t blen)
-{
-	char *p = admit_lru_update_alloc(up, HDR + alen + blen);
-
-	(void)u;
-	if (!p)
-		return false;
-	hdr_put(p, cas, flags);
-	if (alen)
-		memcpy(p + HDR, a, alen);
-	if (blen && b)
-		memcpy(p + HDR + alen, b, blen);
-	else if (blen)
-		memset(p + HDR + alen, ' ', blen);
-	return true;
-}
-
-static uint64_t
-next_cas(struct cached_store *st)
-{
-	return atomic_fetch_add(&st->cas_seq, 1) + 1;
-}
-
-/*
- * An item's expiry as memcached's walk over a meta command's flags leaves
- * it just before flag position `at` (CACHED_META_FLAGS: after them all):
- * from `start`, T and, on an item the command created, N each set it
- * where they stand.
- */
-static uint64_t
-meta_expiry(const struct cached_meta *m, struct admit_lru *lru, uint64_t start,
-            bool created, unsigned at)
-{
-	bool n = created && m->has_N && m->N_at < at;
-	bool t = m->has_T && m->T_at < at;
-
-	if (n && (!t || m->N_at > m->T_at))
-		return expires_at(lru, m->N);
-	return t ? expires_at(lru, m->T) : start;
-}
-
-static enum admit_lru_verdict
-meta_decide(struct admit_lru_update *up, void *arg)
-{
-	struct mupd *u = arg;
-	const struct cached_meta *m = u->m;
-	struct cached_meta_result *r = u->res;
-	const char *old = NULL;
-	size_t oldlen = 0;
-	uint64_t rawcas = 0, cas = 0, v;
-	uint32_t flags = 0;
-	bool found = old_item(up, &rawcas, &flags, &old, &oldlen);
-	enum admit_lru_verdict verdict = ADMIT_LRU_KEEP;
-	char num[24];
-	int len;
-
-	cas = rawcas & CACHED_CAS_MASK;
-	r->found = found;
-	switch (m->cmd) {
-	case 'g': {
-		/* memcached's walk over the flags stops at a long O. */
-		unsigned end = m->long_opaque ? m->O_at : CACHED_META_FLAGS;
-		uint64_t exp_R;
-		bool created = false;
-
-		if (!found) {
-			if (!m->has_N) {
-				r->status = CACHED_META_MISS;
-				return ADMIT_LRU_KEEP;
-			}
-			/* Vivify: an empty item whose first reader wins. */
-			rawcas = next_cas(u->st);
-			cas = rawcas;
-			flags = 0;
-			old = "";
-			oldlen = 0;
-			up->expires = 0;
-			created = true;
-			verdict = ADMIT_LRU_STORE;
-		}
-		r->ttl_t = ttl_left(u->lru, meta_expiry(m, u->lru, up->expires,
-		                                        created, m->t_at));
-		/* R compares the TTL as the flags before it left it. */
-		exp_R = meta_expiry(m, u->lru, up->expires, created, m->R_at);
-		if ((m->has_T && m->T_at < end) || created) {
-			up->expires = meta_expiry(m, u->lru, up->expires, created,
-			                          end);
-			verdict = ADMIT_LRU_STORE;
-		}
-		r->won_before = !created && (rawcas & CACHED_CAS_WON);
-		r->stale = rawcas & CACHED_CAS_STALE;
-		if (created) {
-			r->win = true;
-		} else if (!(rawcas & CACHED_CAS_WON) &&
-		           (r->stale || (m->has_R && m->R_at < end && exp_R &&
-		                         ttl_left(u->lru, exp_R) < m->R))) {
-			r->win = true;
-			verdict = ADMIT_LRU_STORE;
-		}
-		if (r->win && !m->long_opaque)
-			rawcas |= CACHED_CAS_WON;
-		r->status = CACHED_META_HIT;
-		r->cas = cas;
-		r->flags = flags;
-		r->data = old;
-		r->len = oldlen;
-		u->fn(r, u->arg);
-		if (verdict == ADMIT_LRU_STORE &&
-		    !meta_put(u, up, rawcas, flags, old, oldlen, "", 0))
-			r->status = CACHED_META_NOMEM;
-		return verdict;
-	}
-	case 's': {
-		uint64_t newcas = 0, bits = 0;
-		size_t n = (size_t)m->bytes;
-
-		bool cas_mode = m->has_C && (m->mode == 'S' || m->mode == 'R');
-		bool appends = m->mode == 'A' || m->mode == 'P';
-
-		/* As memcached: C makes set and replace a cas; add ignores
-		 * it; append and prepend check a non-zero one. */
-		if (cas_mode && !found) {
-			r->status = CACHED_META_NOT_FOUND;
-			return ADMIT_LRU_KEEP;
-		}
-		if (cas_mode && m->C != cas) {
-			/* An invalidation by an older writer: stored, stale
-			 * (not for C0, which memcached never takes as older). */
-			if (!(m->I && m->C && m->C < cas)) {
-				r->status = CACHED_META_EXISTS;
-				return ADMIT_LRU_KEEP;
-			}
-			bits = CACHED_CAS_STALE;
-		}
-		if ((m->mode == 'E' && found) ||
-		    ((appends || m->mode == 'R') && !found)) {
-			r->status = CACHED_META_NOT_STORED;
-			return ADMIT_LRU_KEEP;
-		}
-		if (appends && m->has_C && m->C && m->C != cas) {
-			r->status = CACHED_META_EXISTS;
-			return ADMIT_LRU_KEEP;
-		}
-		if (n > u->st->max_item || (appends &&
-		                            oldlen > u->st->max_item - n)) {
-			r->status = CACHED_META_TOO_LARGE;
-			return ADMIT_LRU_KEEP;
-		}
-		newcas = next_cas(u->st);
-		r->cas = newcas;
-		r->status = CACHED_META_STORED;
-		if (appends) {
-			if (!(m->mode == 'A'
-			      ? meta_put(u, up, newcas | bits, flags, old, oldlen, u->data, n)
-			      : meta_put(u, up, newcas | bits, flags, u->data, n, old, oldlen)))
-				r->status = CACHED_META_NOMEM;
-			return ADMIT_LRU_STORE;
-		}
-		up->expires = expires_at(u->lru, m->has_T ? m->T : 0);
-		if (!meta_put(u, up, newcas | bits, m->has_F ? m->F : 0, u->data, n,
-		              "", 0))
-			r->status = CACHED_META_NOMEM;
-		return ADMIT_LRU_STORE;
-	}
-	case 'd':
-		if (!found) {
-			r->status = CACHED_META_NOT_FOUND;
-			return ADMIT_LRU_KEEP;
-		}
-		if (m->has_C && m->C != cas) {
-			r->status = CACHED_META_EXISTS;
-			return ADMIT_LRU_KEEP;
-		}
-		r->status = CACHED_META_DELETED;
-		if (!m->I)
-			return ADMIT_LRU_REMOVE;
-		/* Invalidate: the item stays, stale, for one reader to win. */
-		if (m->has_T)
-			up->expires = expires_at(u->lru, m->T);
-		if (!meta_put(u, up, next_cas(u->st) | CACHED_CAS_STALE, flags,
-		              old, oldlen, "", 0))
-			r->status = CACHED_META_NOMEM;
-		return ADMIT_LRU_STORE;
-	default: /* 'a' */
-		if (!found) {
-			if (!m->has_N) {
-				r->status = CACHED_META_NOT_FOUND;
-				return ADMIT_LRU_KEEP;
-			}
-			v = m->J;
-			up->expires = 0;
-			oldlen = 0;
-		} else {
-			/* memcached's order: an empty value, a non-zero C
-			 * that differs, then a value that is no number. */
-			if (!oldlen) {
-				r->status = CACHED_META_NON_NUMERIC;
-				return ADMIT_LRU_KEEP;
-			}
-			if (m->has_C && m->C && m->C != cas) {
-				r->status = CACHED_META_EXISTS;
-				return ADMIT_LRU_KEEP;
-			}
-			if (!cached_strtoull(old, oldlen, &v)) {
-				r->status = CACHED_META_NON_NUMERIC;
-				return ADMIT_LRU_KEEP;
-			}
-			if (m->mode == '+')
-				v += m->D;
-			else
-				v = m->D > v ? 0 : v - m->D;
-		}
-		len = snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
-		r->status = CACHED_META_HIT;
-		r->cas = next_cas(u->st);
-		r->flags = flags;
-		r->data = num;
-		r->len = (size_t)len;
-		r->ttl_t = ttl_left(u->lru, meta_expiry(m, u->lru, up->expires,
-		                                        !found, m->t_at));
-		/* memcached's walk over the flags stops at a long O. */
-		up->expires = meta_expiry(m, u->lru, up->expires, !found,
-		                          m->long_opaque ? m->O_at
-		                                         : CACHED_META_FLAGS);
-		u->fn(r, u->arg);
-		/* A number that fits the old value's length is written in
-		 * place, as memcached does: padded with spaces to that length,
-		 * the item keeping its stale and won marks; a longer one is a
-		 * new item without them. */
-		if (!meta_put(u, up, r->cas | ((size_t)len <= oldlen ?
-		                               rawcas & ~CACHED_CAS_MASK : 0),
-		              flags, num, (size_t)len, NULL,
-		              (size_t)len < oldlen ? oldlen - (size_t)len : 0))
-			r->status = CACHED_META_NOMEM;
-		return ADMIT_LRU_STORE;
-	}
-}
-
-/* meta_decide's verdict, with every store forced past admission but an
- * ms in set mode's: the others' replies promise the item is there (an ms
- * in add mode used as a lock, mg's win token on a vivified item). */
-static enum admit_lru_verdict
-meta_updater(struct admit_lru_update *up, void *arg)
-{
-	struct mupd *u = arg;
-	const struct cached_meta *m = u->m;
-	enum admit_lru_verdict v = meta_decide(up, arg);
-
-	if (v == ADMIT_LRU_STORE && !(m->cmd == 's' && m->mode == 'S' && !m->has_C))
-		v = ADMIT_LRU_STORE_FORCE;
-	return v;
-}
-
-enum cached_meta_status
-cached_store_meta(struct cached_store *st, struct cached_scratch *s,
-                  const struct cached_meta *m, const char *data,
-                  struct cached_meta_result *res, cached_meta_writer_t fn,
-                  void *arg)
-{
-	struct mupd u = { .st = st, .m = m, .data = data, .res = res, .fn = fn,
-	                  .arg = arg };
-	uint64_t h = begin(st, s, m->key, m->klen);
-	enum admit_status rc;
-
-	memset(res, 0, sizeof(*res));
-	u.lru = s->lru;
-	rc = admit_lru_compute_hashed(s->lru, h, m->key, m->klen, meta_updater, &u);
-	hz_release(st, s);
-	if (rc == ADMIT_ETOOBIG)
-		res->status = CACHED_META_TOO_LARGE;
-	else if (rc == ADMIT_REJECTED && res->status == CACHED_META_STORED &&
-	         (m->mode != 'S' || m->has_C))
-		res->status = CACHED_META_NOMEM;  /* forced, yet dropped at once */
-	else if (rc != ADMIT_OK && rc != ADMIT_REJECTED)
-		res->status = CACHED_META_NOMEM;
-	return res->status;
 }
 
 void
