@@ -273,8 +273,16 @@ process(struct conn *c)
 
 		if (!avail)
 			return;  /* every state waits for input (runnable()) */
-		more = c->state == READ_LINE ? process_line(c, buf, avail)
-		                             : process_state(c, buf, avail);
+		/* The first byte chooses the protocol, as in memcached. */
+		if (c->proto == PROTO_UNKNOWN)
+			c->proto = (unsigned char)buf[0] == 0x80 ? PROTO_BINARY
+			                                         : PROTO_TEXT;
+		if (c->state != READ_LINE)
+			more = process_state(c, buf, avail);
+		else if (c->proto == PROTO_BINARY)
+			more = bin_request(c);
+		else
+			more = process_line(c, buf, avail);
 		if (!more)
 			return;
 	}
@@ -351,6 +359,8 @@ runnable(const struct conn *c)
 	case READ_DATA:
 		return avail >= c->req.bytes + 2;
 	default:
+		if (c->proto == PROTO_BINARY)
+			return bin_runnable(c);
 		return memchr(buf, '\n', avail) != NULL ||
 		       avail > c->w->srv->opt.max_line + 1;
 	}

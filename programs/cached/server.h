@@ -159,6 +159,12 @@ struct conn {
 	bool eof;                /* the client half-closed: answer every whole
 	                          * request buffered, then close */
 	bool draining;           /* closing, answered: discard input */
+	enum { PROTO_UNKNOWN, PROTO_TEXT, PROTO_BINARY } proto;
+	                         /* chosen by the first byte received */
+	size_t bin_wait;         /* binary: bytes the request at in_off needs
+	                          * buffered to run; 0 = header not read */
+	bool bin_nomem;          /* binary: its value could not be buffered:
+	                          * refused, and skipped */
 	bool want_in, want_out;  /* the epoll interest */
 };
 
@@ -201,6 +207,12 @@ bool starts_get(const char *buf, size_t n, bool *gets);
 void do_update(struct conn *c, const struct cached_req *req, const char *data);
 /* Writes s unless noreply. */
 void reply(struct conn *c, bool noreply, const char *s);
+
+/* binary.c: the binary protocol.  bin_request runs the request at
+ * in_off if it is whole (false when it needs more input or the connection
+ * is to close); bin_runnable says whether it is. */
+bool bin_request(struct conn *c);
+bool bin_runnable(const struct conn *c);
 
 /* stats.c */
 void do_stats(struct conn *c, const struct cached_req *req);

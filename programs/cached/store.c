@@ -45,7 +45,6 @@
 
 #include "store_impl.h"
 
-static void *maint_main(void *arg);
 
 int
 cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
@@ -167,7 +166,7 @@ expires_at(struct admit_lru *lru, int64_t e)
  * re-read of st->lru, or a flusher could swap and scan the slots between
  * them and free what this thread then uses.
  */
-static void
+void
 hz_acquire(struct cached_store *st, struct cached_scratch *s)
 {
 	struct admit_lru *p;
@@ -188,90 +187,6 @@ hz_release(struct cached_store *st, struct cached_scratch *s)
 	 * the cleared slot (acquire) frees it. */
 	atomic_store_explicit(&st->hazard[s->slot], NULL, memory_order_release);
 	s->lru = NULL;
-}
-
-static void
-add_stats(struct admit_lru_stats *to, const struct admit_lru_stats *from)
-{
-	to->hits += from->hits;
-	to->misses += from->misses;
-	to->admitted += from->admitted;
-	to->rejected += from->rejected;
-	to->evicted += from->evicted;
-	to->expired += from->expired;
-}
-
-/* Swaps in an empty admit_lru; the caller holds flush_mu and no hazard. */
-static int
-flush_now(struct cached_store *st)
-{
-	struct admit_lru *fresh, *old;
-	struct admit_lru_stats ls;
-	unsigned n = atomic_load(&st->nslots);
-
-	if (admit_lru_new(&st->cfg, &fresh) != ADMIT_OK)
-		return ENOMEM;
-	old = atomic_exchange(&st->lru, fresh);
-	for (unsigned i = 0; i < n && i < MAX_SLOTS; i++)
-		/* acquire: pairs with hz_release, so the slot's owner is
-		 * done with old before it is freed. */
-		while (atomic_load_explicit(&st->hazard[i], memory_order_acquire) == old)
-			sched_yield();
-	if (admit_lru_stats(old, &ls) == ADMIT_OK)
-		add_stats(&st->base, &ls);
-	admit_lru_free(old);
-	return 0;
-}
-
-/*
- * Carries out a delayed flush_all whose time has come.  Called before the
- * caller takes its hazard; a caller that sees the flush due waits on
- * flush_mu until it is done, so nothing it stores lands in the old cache.
- * flush_at is cleared only after the swap, so whoever reads it as 0 also
- * sees the new cache.  The wall clock is read only when a flush is
- * pending.
- */
-static void
-flush_due(struct cached_store *st)
-{
-	int_fast64_t at = atomic_load(&st->flush_at);
-	int64_t now;
-
-	if (!at)
-		return;
-	now = time(NULL);
-	if (now < at)
-		return;
-	pthread_mutex_lock(&st->flush_mu);
-	at = atomic_load(&st->flush_at);
-	if (at && now >= at && flush_now(st) == 0)
-		atomic_store(&st->flush_at, 0);
-	pthread_mutex_unlock(&st->flush_mu);
-}
-
-int
-cached_store_flush(struct cached_store *st, int64_t delay)
-{
-	int rc = 0;
-	int64_t at;
-
-	pthread_mutex_lock(&st->flush_mu);
-	if (delay > 0) {
-		at = delay <= REL_EXPTIME_MAX ? time(NULL) + delay
-		     : delay > (int64_t)UINT32_MAX ? (int64_t)UINT32_MAX : delay;
-		/* A later flush_all replaces a pending one, as in memcached. */
-		atomic_store(&st->flush_at, at);
-	} else {
-		rc = flush_now(st);
-		if (rc == 0)
-			atomic_store(&st->flush_at, 0);
-		/* memcached takes a CAS unique to mark where an immediate
-		 * flush stands; taking one too keeps the uniques of both
-		 * servers alike for alike commands. */
-		atomic_fetch_add(&st->cas_seq, 1);
-	}
-	pthread_mutex_unlock(&st->flush_mu);
-	return rc;
 }
 
 /* Every command: a due delayed flush first, then the hazard, then the
@@ -336,6 +251,7 @@ struct upd {
 	uint64_t expires;         /* the request's exptime on lru's clock */
 	enum cached_result r;     /* the reply, unless the store fails */
 	uint64_t value;           /* incr/decr: the new number */
+	uint64_t cas;             /* the stored item's CAS unique */
 	cached_reader_t fn;       /* gat: the reader of the item */
 	void *arg;
 };
@@ -375,7 +291,8 @@ put(struct upd *u, struct admit_lru_update *up, uint32_t flags,
 	p = admit_lru_update_alloc(up, HDR + alen + blen);
 	if (!p)
 		return ADMIT_LRU_STORE_FORCE;
-	hdr_put(p, cas ? *cas : atomic_fetch_add(&u->st->cas_seq, 1) + 1, flags);
+	u->cas = cas ? *cas & CACHED_CAS_MASK : next_cas(u->st);
+	hdr_put(p, cas ? *cas : u->cas, flags);
 	if (alen)
 		memcpy(p + HDR, a, alen);
 	if (blen)
@@ -393,7 +310,17 @@ arith(struct upd *u, struct admit_lru_update *up, uint64_t cas, uint32_t flags,
 	uint64_t v;
 	int len;
 
-	if (!oldlen || !cached_strtoull(old, oldlen, &v)) {
+	/* memcached's order: an empty value, a non-zero CAS unique that
+	 * differs (the binary protocol's), then a value that is no number. */
+	if (!oldlen) {
+		u->r = CACHED_NON_NUMERIC;
+		return ADMIT_LRU_KEEP;
+	}
+	if (req->cas && (cas & CACHED_CAS_MASK) != req->cas) {
+		u->r = CACHED_EXISTS;
+		return ADMIT_LRU_KEEP;
+	}
+	if (!cached_strtoull(old, oldlen, &v)) {
 		u->r = CACHED_NON_NUMERIC;
 		return ADMIT_LRU_KEEP;
 	}
@@ -411,8 +338,8 @@ arith(struct upd *u, struct admit_lru_update *up, uint64_t cas, uint32_t flags,
 		char *p = admit_lru_update_alloc(up, HDR + oldlen);
 
 		if (p) {
-			hdr_put(p, (atomic_fetch_add(&u->st->cas_seq, 1) + 1) |
-			           (cas & ~CACHED_CAS_MASK), flags);
+			u->cas = next_cas(u->st);
+			hdr_put(p, u->cas | (cas & ~CACHED_CAS_MASK), flags);
 			memcpy(p + HDR, num, (size_t)len);
 			memset(p + HDR + len, ' ', oldlen - (size_t)len);
 		}
@@ -458,6 +385,12 @@ updater(struct admit_lru_update *up, void *arg)
 			u->r = CACHED_NOT_STORED;
 			return ADMIT_LRU_KEEP;
 		}
+		/* A non-zero CAS unique (the binary protocol's) must match,
+		 * as in memcached. */
+		if (req->cas && (cas & CACHED_CAS_MASK) != req->cas) {
+			u->r = CACHED_EXISTS;
+			return ADMIT_LRU_KEEP;
+		}
 		/* The item keeps its flags and expiry (up->expires is
 		 * old_expires already). */
 		u->r = CACHED_STORED;
@@ -471,6 +404,13 @@ updater(struct admit_lru_update *up, void *arg)
 			return ADMIT_LRU_KEEP;
 		}
 		return arith(u, up, cas, flags, old, oldlen);
+	case CACHED_DELETE:  /* the binary protocol's, with a CAS unique */
+		if (!found || (cas & CACHED_CAS_MASK) != req->cas) {
+			u->r = found ? CACHED_EXISTS : CACHED_NOT_FOUND;
+			return ADMIT_LRU_KEEP;
+		}
+		u->r = CACHED_DELETED;
+		return ADMIT_LRU_REMOVE;
 	case CACHED_TOUCH:
 		if (!found) {
 			u->r = CACHED_NOT_FOUND;
@@ -506,7 +446,8 @@ updater(struct admit_lru_update *up, void *arg)
 /* Runs req as one admit_lru_compute. */
 static enum cached_result
 compute(struct cached_store *st, struct cached_scratch *s,
-        const struct cached_req *req, const char *data, uint64_t *value)
+        const struct cached_req *req, const char *data, uint64_t *value,
+        uint64_t *cas)
 {
 	struct upd u = { .st = st, .req = req, .data = data, .r = CACHED_NOMEM };
 	uint64_t h = begin(st, s, req->key, req->klen);
@@ -519,6 +460,8 @@ compute(struct cached_store *st, struct cached_scratch *s,
 	case ADMIT_OK:
 		if (u.r == CACHED_NUMBER && value)
 			*value = u.value;
+		if (cas)
+			*cas = u.cas;
 		return u.r;
 	case ADMIT_REJECTED:  /* forced, yet dropped at once: no room */
 		return CACHED_NOMEM;
@@ -533,6 +476,15 @@ enum cached_result
 cached_store_update(struct cached_store *st, struct cached_scratch *s,
                     const struct cached_req *req, const char *data)
 {
+	return cached_store_update_cas(st, s, req, data, NULL);
+}
+
+enum cached_result
+cached_store_update_cas(struct cached_store *st, struct cached_scratch *s,
+                        const struct cached_req *req, const char *data,
+                        uint64_t *cas)
+{
+	uint64_t unique;
 	size_t n = (size_t)req->bytes;
 	char hdr[HDR];
 	struct admit_lru_part parts[2] = { { hdr, HDR }, { data, 0 } };
@@ -542,10 +494,13 @@ cached_store_update(struct cached_store *st, struct cached_scratch *s,
 	if (req->bytes > st->max_item)
 		return CACHED_TOO_LARGE;
 	if (req->cmd != CACHED_SET)
-		return compute(st, s, req, data, NULL);
+		return compute(st, s, req, data, NULL, cas);
 	/* A set reads nothing: one admit_lru_set_parts of the header and
 	 * the data, each copied once, straight into the entry. */
-	hdr_put(hdr, atomic_fetch_add(&st->cas_seq, 1) + 1, req->flags);
+	unique = next_cas(st);
+	if (cas)
+		*cas = unique;
+	hdr_put(hdr, unique, req->flags);
 	parts[1].len = n;
 	h = begin(st, s, req->key, req->klen);
 	rc = admit_lru_set_parts_hashed(s->lru, h, req->key, req->klen, parts, 2,
@@ -577,14 +532,34 @@ enum cached_result
 cached_store_arith(struct cached_store *st, struct cached_scratch *s,
                    const struct cached_req *req, uint64_t *value)
 {
-	return compute(st, s, req, NULL, value);
+	return compute(st, s, req, NULL, value, NULL);
+}
+
+enum cached_result
+cached_store_arith_cas(struct cached_store *st, struct cached_scratch *s,
+                       const struct cached_req *req, uint64_t *value,
+                       uint64_t *cas)
+{
+	return compute(st, s, req, NULL, value, cas);
+}
+
+enum cached_result
+cached_store_delete_cas(struct cached_store *st, struct cached_scratch *s,
+                        const char *key, size_t klen, uint64_t cas)
+{
+	struct cached_req req = { .cmd = CACHED_DELETE, .key = key,
+	                          .klen = klen, .cas = cas };
+
+	if (!cas)
+		return cached_store_delete(st, s, key, klen);
+	return compute(st, s, &req, NULL, NULL, NULL);
 }
 
 enum cached_result
 cached_store_touch(struct cached_store *st, struct cached_scratch *s,
                    const struct cached_req *req)
 {
-	return compute(st, s, req, NULL, NULL);
+	return compute(st, s, req, NULL, NULL, NULL);
 }
 
 enum cached_lookup
@@ -602,47 +577,4 @@ cached_store_gat(struct cached_store *st, struct cached_scratch *s,
 	admit_lru_compute_hashed(s->lru, h, key, klen, updater, &u);
 	hz_release(st, s);
 	return u.r == CACHED_NOT_FOUND ? CACHED_MISS : CACHED_HIT;
-}
-
-void
-cached_store_stats(struct cached_store *st, struct cached_store_stats *out)
-{
-	struct admit_lru_stats *ls = &out->lru;
-
-	flush_due(st);
-	/* Under flush_mu no swap can free the admit_lru read here. */
-	pthread_mutex_lock(&st->flush_mu);
-	if (admit_lru_stats(atomic_load(&st->lru), ls) != ADMIT_OK)
-		memset(ls, 0, sizeof(*ls));
-	add_stats(ls, &st->base);
-	pthread_mutex_unlock(&st->flush_mu);
-}
-
-/* Once a second: a due delayed flush, then the expired items of every
- * shard (sets reclaim them too, but only on the shards they touch). */
-static void *
-maint_main(void *arg)
-{
-	struct cached_store *st = arg;
-	struct cached_scratch *s = &st->maint_scratch;
-
-	for (;;) {
-		struct timespec until;
-
-		flush_due(st);
-		hz_acquire(st, s);
-		admit_lru_expire(s->lru);
-		hz_release(st, s);
-		pthread_mutex_lock(&st->maint_mu);
-		if (!st->stopping) {
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += 1;
-			pthread_cond_timedwait(&st->maint_cv, &st->maint_mu, &until);
-		}
-		if (st->stopping) {
-			pthread_mutex_unlock(&st->maint_mu);
-			return NULL;
-		}
-		pthread_mutex_unlock(&st->maint_mu);
-	}
 }

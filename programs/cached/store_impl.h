@@ -63,6 +63,12 @@ void hz_release(struct cached_store *st, struct cached_scratch *s);
 /* Whether up holds one of our items; *cas, *flags, *data, *len its parts. */
 bool old_item(const struct admit_lru_update *up, uint64_t *cas,
               uint32_t *flags, const char **data, size_t *len);
+/* Publishes the admit_lru this thread is about to use (store.c). */
+void hz_acquire(struct cached_store *st, struct cached_scratch *s);
+/* Carries out a delayed flush_all whose time has come (store_flush.c). */
+void flush_due(struct cached_store *st);
+/* The maintenance thread: a due flush, then expiry, once a second. */
+void *maint_main(void *arg);
 /* A fresh CAS unique. */
 uint64_t next_cas(struct cached_store *st);
 
