@@ -66,10 +66,12 @@ stats_arg(struct conn *c, const char *arg, size_t n)
 		out_fmt(c, "STAT tcpport %s\r\n", o->port);
 		out_str(c, "STAT udpport 0\r\n");
 		out_fmt(c, "STAT inter %s\r\n", o->listen);
+		out_str(c, "STAT domain_socket NULL\r\n");
 		out_fmt(c, "STAT verbosity %u\r\n", atomic_load(&srv->verbosity));
 		out_str(c, "STAT evictions on\r\n");
 		out_fmt(c, "STAT num_threads %u\r\n", o->threads);
 		out_str(c, "STAT cas_enabled yes\r\n");
+		out_str(c, "STAT flush_enabled yes\r\n");
 		out_fmt(c, "STAT item_size_max %zu\r\n", o->max_item);
 		out_fmt(c, "STAT idle_timeout %u\r\n", o->idle_timeout);
 		out_fmt(c, "STAT max_line %zu\r\n", o->max_line);
