@@ -92,8 +92,8 @@ usage(FILE *f)
 {
 	fprintf(f,
 "usage: admit-cached [options]\n"
-"A memcached text-protocol cache server; storage is admit_lru with adaptive\n"
-"W-TinyLFU admission.\n"
+"A memcached cache server (text and binary protocols, one port); storage is\n"
+"admit_lru with adaptive W-TinyLFU admission.\n"
 "  -p, --port PORT          TCP port (default 11311)\n"
 "  -l, --listen ADDR        numeric address to listen on (default 127.0.0.1)\n"
 "  -t, --threads N          worker threads, one epoll loop each (default 4)\n"
@@ -112,7 +112,8 @@ usage(FILE *f)
 "  -h, --help               this text\n"
 "Commands: get gets gat gats set add replace append prepend cas delete incr\n"
 "decr touch flush_all verbosity stats version quit, and the meta commands\n"
-"mg ms md ma mn, each as in memcached 1.6's text protocol; \"stats\" adds\n"
+"mg ms md ma mn, each as in memcached 1.6's text protocol, and its binary\n"
+"protocol (a connection whose first byte is 0x80); \"stats\" adds\n"
 "admission_admitted, admission_rejected, admission_window,\n"
 "admission_filter_load and hit_ratio (admit-cached(1) lists every\n"
 "difference from memcached).\n"
