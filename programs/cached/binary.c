@@ -275,7 +275,7 @@ refuse_value(struct conn *c, const struct bin_req *r, uint32_t vlen,
 		cached_store_delete(w->srv->store, &w->scratch, r->key, r->keylen);
 	reply_error(c, r, st);
 	c->skip = vlen;
-	c->state = SWALLOW;
+	c->state = vlen ? SWALLOW : READ_LINE;
 }
 
 /* set, add, replace, append, prepend and their quiet forms, the value
@@ -315,6 +315,19 @@ update(struct conn *c, const struct bin_req *r, const char *data, uint32_t vlen)
 		return;
 	case CACHED_EXISTS: reply_error(c, r, ST_EXISTS); return;
 	case CACHED_NOT_FOUND: reply_error(c, r, ST_NOT_FOUND); return;
+	case CACHED_TOO_LARGE:
+	case CACHED_NOMEM:
+		/* A set the cache cannot hold: as a text set, the old value
+		 * goes (a client that failed to write must not read what it
+		 * meant to replace). */
+		if (r->op == OP_SET) {
+			cached_store_delete(w->srv->store, &w->scratch, r->key,
+			                    r->keylen);
+			reply_error(c, r, res == CACHED_TOO_LARGE ? ST_TOO_BIG
+			                                          : ST_NOMEM);
+			return;
+		}
+		/* fall through - memcached's replies by command */
 	default:
 		reply_error(c, r, req.cmd == CACHED_ADD ? ST_EXISTS
 		                  : req.cmd == CACHED_REPLACE ? ST_NOT_FOUND
