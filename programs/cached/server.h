@@ -2,12 +2,13 @@
  * server.h - what the files serving admit-cached's connections share:
  * conn.c (the connection loop and its buffers), commands.c (the text
  * commands), stats.c ("stats"), meta_cmd.c (the meta commands), reply.c
- * (the VALUE and meta reply lines), workers.c (the workers and accept) and
- * main.c (options and start-up).
+ * (the VALUE and meta reply lines), binary.c (the binary protocol),
+ * workers.c (the workers and accept) and main.c (options and start-up).
  *
  * admit-cached is a memcached cache server whose storage is admit_lru with
  * adaptive W-TinyLFU admission.
  *
+ * Threads: the main thread sets up, then waits for SIGINT/SIGTERM; each of
  * --threads workers runs its own epoll loop over the one listening socket
  * (EPOLLEXCLUSIVE, so a new connection wakes one worker) and over the
  * connections it owns, which it alone touches.  The worker that accepts a
