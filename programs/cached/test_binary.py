@@ -4,8 +4,13 @@
 # replies listed, byte for byte, as memcached 1.6 gives them (the random
 # comparison against memcached itself is test_memcached_random.py).  A CAS
 # unique is checked as zero or not, and as equal to the one a case reads
-# back where it says so.  Run by make check through test_binary.sh.
+# back where it says so.  Then 400 sessions of random headers (any
+# opcode, key, extras and body lengths, absurd ones included) followed by
+# random bytes: every reply stream must be whole packets then the end of
+# stream, and the server must still answer.  Run by make check through
+# test_binary.sh.
 import os
+import random
 import struct
 import sys
 
@@ -178,6 +183,33 @@ def cas_flow(port):
     return None
 
 
+def random_sessions(port, n=400, seed=38):
+    """Random binary input: replies well formed, then the end of stream."""
+    R = random.Random(seed)
+    ops = [0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x08, 0x09, 0x0a, 0x0b,
+           0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x19, 0x1c, 0x1d, 0x20, 0x21,
+           0x23, 0x24, 0x7f, 0xff]
+    for i in range(n):
+        data = b""
+        for _ in range(R.randrange(1, 6)):
+            op = R.choice(ops) if R.random() < 0.9 else R.randrange(256)
+            keylen = R.choice([0, 1, 5, 250, 251, R.randrange(0, 300), 65535])
+            extlen = R.choice([0, 4, 8, 20, R.randrange(0, 32), 255])
+            body = R.choice([keylen + extlen, keylen + extlen + R.randrange(0, 100),
+                             R.randrange(0, 600), 0xffffffff, 0])
+            head = struct.pack(">BBHBBHIIQ", 0x80, op, keylen, extlen, 0, 0, body,
+                               i, R.choice([0, 1, 2 ** 64 - 1]))
+            tail = bytes(R.randrange(256) for _ in range(min(body, R.randrange(0, 700))))
+            data += head + tail
+        got, rest = parse(send(port, data))
+        if rest != b"<EOF>":
+            return "session %d: a reply stream ends in %r" % (i, rest[:80])
+    got, rest = parse(send(port, req(0x0b)))
+    if len(got) != 1 or got[0][2] != b"1.6.18":
+        return "no answer after the random sessions: %r %r" % (got, rest)
+    return None
+
+
 def main():
     proc, port = start(lambda p: [SERVER, "-p", str(p), "-t", "2"])
     failed = 0
@@ -195,10 +227,14 @@ def main():
         if msg:
             failed += 1
             print("FAIL cas: %s" % msg)
+        msg = random_sessions(port)
+        if msg:
+            failed += 1
+            print("FAIL random: %s" % msg)
     finally:
         proc.terminate()
         proc.wait(30)
-    print("%d binary cases, %d failed" % (len(CASES) + 1, failed))
+    print("%d binary cases and 400 random sessions, %d failed" % (len(CASES) + 1, failed))
     sys.exit(1 if failed else 0)
 
 
