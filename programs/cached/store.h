@@ -58,8 +58,8 @@ struct cached_item {
 	size_t len;
 };
 
-/* How a lookup went.  (CACHED_EXPIRED and CACHED_FLUSHED are no longer
- * returned: an expired or flushed item is absent.) */
+/* How a lookup went.  CACHED_EXPIRED and CACHED_FLUSHED are never
+ * returned: an expired or flushed item is absent (a miss). */
 enum cached_lookup { CACHED_HIT, CACHED_MISS, CACHED_EXPIRED, CACHED_FLUSHED };
 
 /*
