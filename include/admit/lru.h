@@ -176,9 +176,10 @@ void admit_lru_free(struct admit_lru *c);
  * the memory the entries take.  That is the allocation holding its header
  * (at most ADMIT_LRU_ENTRY_OVERHEAD bytes), key and value, rounded up to
  * the allocator's size class (jemalloc's, or libc's chunk), plus the
- * entry's share of its shard's index (16 bytes on a 64-bit host) and of
- * the tables sized at creation for the entries the cache will hold (the
- * TinyLFU sketch and the adaptive policy's ghosts: 48 bytes).  The same
+ * entry's share of its shard's index (16 bytes on a 64-bit host), and a
+ * quarter of these two for its share of the tables sized at creation from
+ * the capacity (the TinyLFU sketch and the adaptive policy's ghosts, up to
+ * a fifth of capacity_bytes).  The same
  * for the same lengths for the life of the process; it depends on the
  * allocator the library was built with, so compare stats' bytes with sums
  * of this, not with key + value + a constant.  A cache's fixed tables
