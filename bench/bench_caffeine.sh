@@ -1,42 +1,75 @@
 #!/usr/bin/env bash
-# bench_caffeine.sh - admit_lru against Caffeine and against a mutex + hash
-# map + LRU list, on the workload of bench/bench_cache.c (Zipf 0.99 over 1 M
-# 8-byte keys, capacity 100,000, 32-byte values; 95 % gets and 5 % sets, and
-# 100 % gets; 1 and 2 threads, 4 M operations per thread).  They run
-# alternately, one process each, in a rotated order every round; the tables
-# give each one's median over the rounds and admit's ratios: operations per
-# second of wall time, and CPU time per operation (the whole process's).
-# Caffeine runs twice: as built by default, its maintenance on
-# ForkJoinPool.commonPool() (another core, where there is one), and with
-# executor(Runnable::run), its maintenance on the calling thread as
-# admit_lru's is ("Caffeine, caller").
+# bench_caffeine.sh - admit_lru against Caffeine, against the tight locked
+# LRU cache a careful user writes by hand (bench/tightlru.c: a mutex, an
+# open-addressed map, an LRU list in one array) and against a mutex around a
+# chained hash map with an LRU list (bench/maplru.c), on the workload of
+# bench/bench_cache.c (Zipf 0.99 over 1 M 8-byte keys, capacity 100,000,
+# 32-byte values; 95 % gets and 5 % sets, and 100 % gets; 1 and 2 threads,
+# 4 M operations per thread).
+#
+# admit_lru is measured as a user's program meets it: the build tree is
+# installed into a temporary prefix (make install prefix=...), and
+# bench_cache is compiled against that installation with
+#   cc -O2 ... $(pkg-config --cflags --libs admit) -Wl,-rpath,PREFIX/lib
+# so it runs the installed shared library, not the libtool-linked one.
+#
+# The contenders run alternately, one process each, in a rotated order
+# every round (ROUNDS, 5 by default).  The tables give each contender's
+# median over the rounds (operations per second of wall time, and CPU time
+# per operation of the whole process) and the medians over the rounds of
+# admit's ratio to each within the same round.  Caffeine runs twice: as
+# built by default, its maintenance on ForkJoinPool.commonPool() (another
+# core, where there is one), and with executor(Runnable::run), its
+# maintenance on the calling thread as admit_lru's is ("Caffeine, caller").
 #
 #   bench/bench_caffeine.sh [BUILDDIR [ROUNDS]]    (make bench-caffeine)
 #
 # Caffeine is Debian's libcaffeine-java (2.6.2) run by java from
-# default-jdk-headless; without them its column is skipped with a message.
-# Run it on an idle machine: a build or a test beside it moves the figures.
+# default-jdk-headless; without them its columns are skipped with a
+# message.  BENCH_OPS sets the operations per thread.  Run it on an idle
+# machine: a build or a test beside it moves the figures.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-build=${1:-.}
+src=$(cd "$here/.." && pwd)
+build=$(cd "${1:-.}" && pwd)
 rounds=${2:-5}
 ops=${BENCH_OPS:-4194304}
-prog=$build/bench/bench_cache
-[ -x "$prog" ] || { echo "bench_caffeine: build $prog first (make bench)" >&2; exit 2; }
+[ -f "$build/Makefile" ] || { echo "bench_caffeine: $build is not a configured build tree" >&2; exit 2; }
+command -v pkg-config >/dev/null || { echo "bench_caffeine: pkg-config missing" >&2; exit 2; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# The library installed as a user installs it, and the benchmark built
+# against it.  --define-variable points admit.pc (written for the
+# configured prefix) at the temporary one.
+prefix=$tmp/prefix
+make -C "$build" install prefix="$prefix" >"$tmp/install.log" 2>&1 ||
+	{ tail -n 20 "$tmp/install.log"; echo "bench_caffeine: make install failed" >&2; exit 2; }
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+pc="pkg-config --define-variable=prefix=$prefix"
+prog=$tmp/bench_cache
+# bench_cache's helpers (the key mixer, the Zipf table) are the tests'
+# headers; maplru hashes with xxHash, as the library does.
+cc -O2 -I"$src/bench" -I"$src/tests/util" -I"$src/src" \
+	"$src/bench/bench_cache.c" "$src/bench/maplru.c" "$src/bench/tightlru.c" \
+	-o "$prog" $($pc --cflags --libs admit) $(pkg-config --cflags --libs libxxhash) \
+	-Wl,-rpath,"$prefix/lib" -lpthread -lm
+ldd "$prog" >"$tmp/ldd"
+grep -q "=> $prefix/lib/libadmit.so" "$tmp/ldd" ||
+	{ echo "bench_caffeine: $prog does not load $prefix/lib/libadmit.so" >&2; exit 2; }
+
 jar=/usr/share/java/caffeine.jar
-contenders="admit maplru"
+contenders="admit tight maplru"
 if command -v java >/dev/null && command -v javac >/dev/null && [ -f "$jar" ]; then
 	javac -d "$tmp" -cp "$jar" "$here/CaffeineBench.java"
-	contenders="admit caffeine caffeine-caller maplru"
+	contenders="admit caffeine caffeine-caller tight maplru"
 else
 	echo "bench_caffeine: java, javac or $jar missing (apt-get install default-jdk-headless libcaffeine-java): Caffeine skipped"
 fi
 
 echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs; commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "admit_lru through $($pc --libs admit) -Wl,-rpath,$prefix/lib; $rounds rounds"
 "$prog" --write "$tmp/ops" --threads 2 --ops "$ops"
 
 run() { # cache mix threads
@@ -57,62 +90,105 @@ for r in $(seq 1 "$rounds"); do
 			# Rotate the order so that no contender always runs first.
 			for i in $(seq 0 $((n - 1))); do
 				j=$(( (i + r) % n + 1 ))
-				run "${!j}" "$mix" "$t" | grep '^RESULT' | tee -a "$tmp/results"
+				run "${!j}" "$mix" "$t" | grep '^RESULT' |
+					sed "s/^RESULT/RESULT round=$r/" | tee -a "$tmp/results"
 			done
 		done
 	done
 done
 
 awk '
-function median(key,   n, i, j, t, v) {
-	n = split(vals[key], v, " ")
+function median(s,   n, i, j, t, v) {
+	n = split(s, v, " ")
+	if (n == 0)
+		return 0
 	for (i = 1; i <= n; i++)
 		for (j = i + 1; j <= n; j++)
-			if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+			if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
 	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
 }
+# The median over the rounds of what ("mops" or "cpu") of contender c at
+# k ("mix threads"); 0 when c did not run.
+function of(what, c, k,   s, r) {
+	s = ""
+	for (r = 1; r <= rounds; r++)
+		if ((what, c, k, r) in val)
+			s = s " " val[what, c, k, r]
+	return median(s)
+}
+# The median over the rounds of a / b, a and b measured in the same round:
+# contender a at ka against contender b at kb; "-" when either did not run.
+function ratio(what, a, ka, b, kb,   s, r) {
+	s = ""
+	for (r = 1; r <= rounds; r++)
+		if ((what, a, ka, r) in val && (what, b, kb, r) in val && val[what, b, kb, r] > 0)
+			s = s " " val[what, a, ka, r] / val[what, b, kb, r]
+	return s == "" ? "-" : sprintf("%.2f", median(s))
+}
 function cell(v, fmt) { return v ? sprintf(fmt, v) : "-" }
-function ratio(a, b) { return (a && b) ? sprintf("%.2f", a / b) : "-" }
-# The median "mops" (what "") or "cpu_ns" (what "cpu ") of contender c
-# at k, 0 when c did not run.
-function of(what, c, k) { return (c in seen) ? median(what c " " k) : 0 }
 function label(mix, t) { return (mix == 95 ? "95% gets" : "100% gets") ", " t " thr" }
 {
+	delete f
 	for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-	key = f["cache"] " " f["mix"] " " f["threads"]
-	vals[key] = vals[key] " " f["mops"]
-	vals["cpu " key] = vals["cpu " key] " " f["cpu_ns"]
-	hit[key] = f["hit"]
-	seen[f["cache"]] = 1
+	k = f["mix"] " " f["threads"]
+	val["mops", f["cache"], k, f["round"]] = f["mops"]
+	val["cpu", f["cache"], k, f["round"]] = f["cpu_ns"]
+	hit[f["cache"], k] = f["hit"]
+	if (f["round"] > rounds)
+		rounds = f["round"]
 }
 END {
-	printf "\n%-18s %9s %9s %9s %9s %9s %9s %9s %11s\n", "medians (M ops/s)",
-	       "admit_lru", "Caffeine", "Caf.call", "map+LRU", "/Caffeine",
-	       "/Caf.call", "/map+LRU", "hit a/C"
+	split("admit caffeine caffeine-caller tight maplru", cs, " ")
+	split("admit_lru Caffeine Caf.call tight map+LRU", names, " ")
+	printf "\n%-18s", "medians (M ops/s)"
+	for (i = 1; i <= 5; i++) printf " %9s", names[i]
+	printf "   %s\n", "hit ratio admit/Caffeine/tight"
 	for (mix = 95; mix <= 100; mix += 5)
 		for (t = 1; t <= 2; t++) {
 			k = mix " " t
-			a = of("", "admit", k); m = of("", "maplru", k)
-			c = of("", "caffeine", k); cc = of("", "caffeine-caller", k)
-			printf "%-18s %9.2f %9s %9s %9.2f %9s %9s %9.2f %11s\n",
-			       label(mix, t), a, cell(c, "%.2f"), cell(cc, "%.2f"), m,
-			       ratio(a, c), ratio(a, cc), a / m,
-			       sprintf("%.3f/%s", hit["admit " k],
-			               c ? sprintf("%.3f", hit["caffeine " k]) : "-")
+			printf "%-18s", label(mix, t)
+			for (i = 1; i <= 5; i++) printf " %9s", cell(of("mops", cs[i], k), "%.2f")
+			printf "   %s/%s/%s\n", hit["admit", k],
+			       ("caffeine", k) in hit ? hit["caffeine", k] : "-", hit["tight", k]
 		}
-	for (mix = 95; mix <= 100; mix += 5)
-		printf "admit_lru 2 threads / 1 thread, %d%% gets: %.2f\n", mix,
-		       of("", "admit", mix " 2") / of("", "admit", mix " 1")
-	printf "\n%-18s %9s %9s %9s %9s %12s %12s\n", "medians (CPU ns/op)",
-	       "admit_lru", "Caffeine", "Caf.call", "map+LRU", "Caffeine/a",
-	       "Caf.call/a"
+	printf "\n%-18s %10s %10s %10s %10s\n", "admit_lru ÷ (ops/s)",
+	       "Caffeine", "Caf.call", "tight", "map+LRU"
 	for (mix = 95; mix <= 100; mix += 5)
 		for (t = 1; t <= 2; t++) {
 			k = mix " " t
-			a = of("cpu ", "admit", k); m = of("cpu ", "maplru", k)
-			c = of("cpu ", "caffeine", k); cc = of("cpu ", "caffeine-caller", k)
-			printf "%-18s %9.1f %9s %9s %9.1f %12s %12s\n", label(mix, t),
-			       a, cell(c, "%.1f"), cell(cc, "%.1f"), m, ratio(c, a),
-			       ratio(cc, a)
+			printf "%-18s %10s %10s %10s %10s\n", label(mix, t),
+			       ratio("mops", "admit", k, "caffeine", k),
+			       ratio("mops", "admit", k, "caffeine-caller", k),
+			       ratio("mops", "admit", k, "tight", k),
+			       ratio("mops", "admit", k, "maplru", k)
+		}
+	printf "\n%-18s %10s %10s %10s %10s %10s\n", "2 threads ÷ 1",
+	       "admit_lru", "Caffeine", "Caf.call", "tight", "map+LRU"
+	for (mix = 95; mix <= 100; mix += 5) {
+		printf "%-18s", (mix == 95 ? "95% gets" : "100% gets")
+		for (i = 1; i <= 5; i++)
+			printf " %10s", ratio("mops", cs[i], mix " 2", cs[i], mix " 1")
+		printf "\n"
+	}
+	printf "\n%-18s", "medians (CPU ns/op)"
+	for (i = 1; i <= 5; i++) printf " %9s", names[i]
+	printf "\n"
+	for (mix = 95; mix <= 100; mix += 5)
+		for (t = 1; t <= 2; t++) {
+			k = mix " " t
+			printf "%-18s", label(mix, t)
+			for (i = 1; i <= 5; i++) printf " %9s", cell(of("cpu", cs[i], k), "%.1f")
+			printf "\n"
+		}
+	printf "\n%-18s %10s %10s %10s %10s\n", "CPU/op ÷ admit_lru",
+	       "Caffeine", "Caf.call", "tight", "map+LRU"
+	for (mix = 95; mix <= 100; mix += 5)
+		for (t = 1; t <= 2; t++) {
+			k = mix " " t
+			printf "%-18s %10s %10s %10s %10s\n", label(mix, t),
+			       ratio("cpu", "caffeine", k, "admit", k),
+			       ratio("cpu", "caffeine-caller", k, "admit", k),
+			       ratio("cpu", "tight", k, "admit", k),
+			       ratio("cpu", "maplru", k, "admit", k)
 		}
 }' "$tmp/results"

@@ -94,6 +94,24 @@ admit_calloc(size_t n, size_t size)
 #endif
 }
 
+size_t
+admit_alloc_footprint(size_t size)
+{
+	size_t chunk;
+
+	if (size == 0)
+		size = 1;
+	if (size > SIZE_MAX / 2)
+		return size;
+#ifdef USE_JEMALLOC
+	chunk = nallocx(size, 0);
+	return chunk ? chunk : size;   /* 0: beyond jemalloc's largest class */
+#else
+	chunk = (size + 8 + 15) & ~(size_t)15;
+	return chunk < 32 ? 32 : chunk;
+#endif
+}
+
 void
 admit_free(void *p)
 {

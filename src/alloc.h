@@ -18,6 +18,13 @@ void *admit_malloc(size_t size);
 void *admit_calloc(size_t n, size_t size);
 void  admit_free(void *p);
 
+/* The bytes an admit_malloc(size) takes from its allocator: size rounded up
+ * to the allocator's size class (jemalloc's nallocx; libc's chunk, taken to
+ * be glibc's: size plus an 8-byte header, in 16-byte steps, at least 32).
+ * A pure function of size for the life of the process; size itself for a
+ * size no allocator can serve. */
+size_t admit_alloc_footprint(size_t size);
+
 /*
  * A zeroed, cache-line aligned table.  Tables of 2 MiB or more are aligned to
  * 2 MiB and advised into transparent huge pages: a lookup in a big table is

@@ -4,7 +4,10 @@
  * under concurrent replacement and eviction, no false miss while the index
  * grows, progress while a writer holds the shard's mutex.  Seeds are fixed.
  */
+#include "config.h"
+
 #include <check.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -14,9 +17,11 @@
 
 #include <admit/admit.h>
 
+#include "alloc.h"
 #include "cache_value.h"
 #include "hash.h"
 #include "cache/cache.h"
+#include "cache/entry.h"
 #include "testutil.h"
 
 #define SEED 0x1badcafeull
@@ -206,6 +211,71 @@ START_TEST(test_byte_capacity)
 }
 END_TEST
 
+#if defined(HAVE_JEMALLOC) && !defined(ADMIT_NO_JEMALLOC)
+#include <jemalloc/jemalloc.h>
+#define usable_size(p) sallocx((p), 0)
+#else
+#define usable_size(p) malloc_usable_size(p)
+#endif
+
+/* admit_alloc_footprint is what an allocation takes: at least what the
+ * allocator gives (its usable size, exactly that under jemalloc), within a
+ * size class's step of the request, never decreasing with the request. */
+START_TEST(test_alloc_footprint)
+{
+	size_t prev = 0;
+
+	for (size_t n = 1; n <= 20000; n += n < 600 ? 1 : 37) {
+		void *p = admit_malloc(n);
+		size_t f = admit_alloc_footprint(n), u;
+
+		ck_assert_ptr_nonnull(p);
+		u = usable_size(p);
+		ck_assert_uint_ge(u, n);
+		ck_assert_uint_ge(f, u);
+#if defined(HAVE_JEMALLOC) && !defined(ADMIT_NO_JEMALLOC)
+		ck_assert_uint_eq(f, u);
+#endif
+		ck_assert_uint_le(f, n + n / 4 + 32);
+		ck_assert_uint_ge(f, prev);
+		prev = f;
+		admit_free(p);
+	}
+	ck_assert_uint_eq(admit_alloc_footprint(SIZE_MAX / 2 + 1), SIZE_MAX / 2 + 1);
+}
+END_TEST
+
+/* An entry is charged its allocation's footprint and its shares of the
+ * index and the tables: the public call and the cache's own accounting
+ * agree, and the charge covers what the allocator gives the entry. */
+START_TEST(test_entry_charge)
+{
+	struct admit_lru *c = make(0, 1 << 20, ADMIT_LRU_ADAPTIVE, 1);
+	static unsigned char val[3000];
+	struct admit_lru_stats st;
+	uint64_t sum = 0;
+
+	for (size_t v = 0; v < sizeof(val); v += 7) {
+		size_t k = v % 40 + 1, ch = admit_lru_entry_charge(k, v);
+		void *p = admit_malloc(sizeof(struct entry) + k + v);
+
+		ck_assert_uint_eq(ch, admit_entry_charge(k, v));
+		ck_assert_uint_ge(ch, (usable_size(p) + ADMIT_ENTRY_INDEX_SHARE) * 5 / 4);
+		admit_free(p);
+	}
+	for (uint64_t i = 0; i < 50; i++) {
+		ck_assert_int_eq(admit_lru_set(c, &i, sizeof(i), val, i * 13), ADMIT_OK);
+		sum += admit_lru_entry_charge(sizeof(i), i * 13);
+	}
+	admit_lru_stats(c, &st);
+	ck_assert_uint_eq(st.entries, 50);
+	ck_assert_uint_eq(st.bytes, sum);
+	ck_assert_uint_eq(admit_lru_entry_charge(SIZE_MAX / 4 + 1, 0), SIZE_MAX);
+	ck_assert_uint_eq(admit_lru_entry_charge(0, SIZE_MAX / 4 + 1), SIZE_MAX);
+	admit_lru_free(c);
+}
+END_TEST
+
 /* Entry capacity: never more entries than asked, for every policy. */
 START_TEST(test_entry_capacity)
 {
@@ -367,13 +437,14 @@ START_TEST(test_empty_key_and_value)
 	ck_assert(vlen == 2 && memcmp(buf, "xy", 2) == 0);
 	admit_lru_stats(c, &st);
 	ck_assert_uint_eq(st.entries, 2);
-	ck_assert_uint_eq(st.bytes, 2 + 1 + 2 * ADMIT_LRU_ENTRY_OVERHEAD);
+	ck_assert_uint_eq(st.bytes, admit_lru_entry_charge(0, 2) +
+	                            admit_lru_entry_charge(1, 0));
 	ck_assert_int_eq(admit_lru_delete(c, "", 0), ADMIT_OK);
 	ck_assert_int_eq(admit_lru_delete(c, "", 0), ADMIT_NOTFOUND);
 	ck_assert_int_eq(admit_lru_get(c, "", 0, buf, sizeof(buf), &vlen), ADMIT_NOTFOUND);
 	admit_lru_stats(c, &st);
 	ck_assert_uint_eq(st.entries, 1);
-	ck_assert_uint_eq(st.bytes, 1 + ADMIT_LRU_ENTRY_OVERHEAD);
+	ck_assert_uint_eq(st.bytes, admit_lru_entry_charge(1, 0));
 	admit_lru_free(c);
 }
 END_TEST
@@ -732,6 +803,8 @@ main(void)
 	tcase_add_test(tc, test_lru_model);
 	tcase_add_loop_test(tc, test_byte_capacity, 0, np);
 	tcase_add_loop_test(tc, test_entry_capacity, 0, np);
+	tcase_add_test(tc, test_alloc_footprint);
+	tcase_add_test(tc, test_entry_charge);
 	tcase_add_test(tc, test_admission_rejects_cold);
 	tcase_add_test(tc, test_tinylfu_config);
 	tcase_add_loop_test(tc, test_scan_resistance, 0, np);

@@ -490,7 +490,7 @@ START_TEST(test_compute_store_force)
 	static char val[VLEN];
 	bool by_bytes = _i;
 	struct admit_lru *c = by_bytes
-		? make(0, N * (8 + VLEN + ADMIT_LRU_ENTRY_OVERHEAD), ADMIT_LRU_WTINYLFU, 1)
+		? make(0, N * admit_lru_entry_charge(8, VLEN), ADMIT_LRU_WTINYLFU, 1)
 		: make(N, 0, ADMIT_LRU_TINYLFU, 1);
 	struct forced plain = { ADMIT_LRU_STORE, val, VLEN };
 	struct forced force = { ADMIT_LRU_STORE_FORCE, val, VLEN };
@@ -865,7 +865,7 @@ START_TEST(test_set_parts_bad_args)
 	ck_assert_int_eq(admit_lru_set_parts(c, "k", 1, big, 2, 0), ADMIT_ETOOBIG);
 	ck_assert_int_eq(admit_lru_set_parts(c, "k", 1, big, 2, T0 + SEC), ADMIT_ETOOBIG);
 	ck_assert_uint_eq(stats(c).entries, 1);
-	ck_assert_uint_eq(stats(c).bytes, 1 + 600 + ADMIT_LRU_ENTRY_OVERHEAD);
+	ck_assert_uint_eq(stats(c).bytes, admit_lru_entry_charge(1, 600));
 	admit_lru_free(c);
 }
 END_TEST
@@ -888,7 +888,8 @@ START_TEST(test_set_parts)
 	ck_assert_int_eq(admit_lru_set_parts_hashed(c, admit_lru_hash(c, "k", 1), "k", 1,
 	                                            other, 2, 0), ADMIT_OK);
 	ck_assert(value_is(c, "k", "xyz"));
-	ck_assert_uint_eq(stats(c).bytes, 1 + 3 + 1 + 0 + 2 * ADMIT_LRU_ENTRY_OVERHEAD);
+	ck_assert_uint_eq(stats(c).bytes, admit_lru_entry_charge(1, 3) +
+	                                  admit_lru_entry_charge(1, 0));
 
 	/* Expiring: visible until its time, then absent and reclaimed. */
 	ck_assert_int_eq(admit_lru_set_parts(c, "t", 1, hdr, 4, T0 + 10 * SEC), ADMIT_OK);
@@ -980,7 +981,7 @@ START_TEST(test_expiry_reclaims_without_get)
 	enum { CAP = 64 };
 	bool by_bytes = _i % 2;
 	struct admit_lru *c = make_timed(by_bytes ? 0 : CAP,
-	                                 by_bytes ? CAP * (8 + 1 + ADMIT_LRU_ENTRY_OVERHEAD) : 0,
+	                                 by_bytes ? CAP * admit_lru_entry_charge(8, 1) : 0,
 	                                 pol[_i / 2], 1);
 	struct admit_lru_stats st;
 	size_t vlen, present = 0;

@@ -150,7 +150,7 @@ START_TEST(test_listener_explicit_replaced)
 	/* The delete, and the side key's deletes from the two calls. */
 	ck_assert_uint_eq(x.removed[ADMIT_LRU_EXPLICIT], 3);
 	ck_assert_uint_eq(x.removed_bytes[ADMIT_LRU_REPLACED],
-	                  8 + 3 + ADMIT_LRU_ENTRY_OVERHEAD);
+	                  admit_lru_entry_charge(8, 3));
 	admit_lru_free(c);
 	free(g);
 }
@@ -245,7 +245,7 @@ START_TEST(test_listener_at_free)
 	x = stats_ex(c);
 	ck_assert_uint_eq(x.removed[ADMIT_LRU_EVICTED], 20);
 	ck_assert_uint_eq(x.removed_bytes[ADMIT_LRU_EVICTED],
-	                  20 * (8 + 1 + ADMIT_LRU_ENTRY_OVERHEAD));
+	                  20 * admit_lru_entry_charge(8, 1));
 	ck_assert_int_eq(admit_lru_stats_ex(c, &x, 8), ADMIT_EINVAL);
 	ck_assert_int_eq(admit_lru_stats_ex(NULL, &x, sizeof(x)), ADMIT_EINVAL);
 	/* A caller knowing the first struct only gets just that. */

@@ -19,8 +19,11 @@ $run apt-get install -y -qq --no-install-recommends \
 	liburcu-dev libjemalloc-dev libxxhash-dev check \
 	zlib1g-dev liblzma-dev time libcuckoo-dev libssl-dev python3 \
 	>/dev/null
+# --bench: Caffeine for make bench-caffeine; memcached and pymemcache for
+# make bench-memory.
 if [ "${1:-}" = --bench ]; then
 	$run apt-get install -y -qq --no-install-recommends \
-		default-jdk-headless libcaffeine-java >/dev/null
+		default-jdk-headless libcaffeine-java memcached \
+		python3-pymemcache >/dev/null
 fi
 echo "install-deps: done"

@@ -86,8 +86,9 @@ enum admit_lru_policy {
 	ADMIT_LRU_PLAIN,
 };
 
-/* Bytes charged per entry on top of its key and value, so that a byte
- * capacity also bounds the memory of many tiny entries. */
+/* The bytes an entry's header takes at most, besides its key and value.
+ * What an entry counts against a byte capacity is more:
+ * admit_lru_entry_charge. */
 #define ADMIT_LRU_ENTRY_OVERHEAD 64u
 
 /* Upper bounds admit_lru_new accepts. */
@@ -125,9 +126,10 @@ typedef void (*admit_lru_listener_t)(const void *key, size_t klen,
 
 struct admit_lru_config {
 	uint64_t capacity;        /* max entries; 0 = no entry limit */
-	uint64_t capacity_bytes;  /* max bytes (key + value + overhead per
-	                           * entry); 0 = no byte limit.  At least one of
-	                           * the two limits is required. */
+	uint64_t capacity_bytes;  /* max bytes, the sum of the entries'
+	                           * admit_lru_entry_charge (what each costs in
+	                           * memory); 0 = no byte limit.  At least one
+	                           * of the two limits is required. */
 	enum admit_lru_policy policy;
 	unsigned window_percent;  /* ADMIT_LRU_WTINYLFU's window, 1..99;
 	                           * 0 = 1 %.  Ignored by other policies. */
@@ -182,7 +184,8 @@ struct admit_lru_stats {
 	uint64_t rejected;  /* candidates TinyLFU turned away */
 	uint64_t evicted;   /* resident entries removed to make room */
 	uint64_t entries;   /* entries held now */
-	uint64_t bytes;     /* bytes charged now (key + value + overhead) */
+	uint64_t bytes;     /* bytes charged now (admit_lru_entry_charge of
+	                     * each entry) */
 	uint64_t window;    /* current window capacity, summed over shards, in
 	                     * entries (in bytes when only capacity_bytes is
 	                     * set) */
@@ -216,6 +219,26 @@ enum admit_status admit_lru_new(const struct admit_lru_config *cfg,
  * from an RCU read-side section or call_rcu callback.
  */
 void admit_lru_free(struct admit_lru *c);
+
+/*
+ * What an entry of a klen-byte key and a vlen-byte value counts against
+ * capacity_bytes: what it costs in memory, so that capacity_bytes bounds
+ * the memory the entries take.  That is the allocation holding its header
+ * (at most ADMIT_LRU_ENTRY_OVERHEAD bytes), key and value, rounded up to
+ * the allocator's size class (jemalloc's, or libc's chunk), plus the
+ * entry's share of its shard's index (16 bytes on a 64-bit host), and a
+ * quarter of these two for its share of the tables sized at creation from
+ * the capacity (the TinyLFU sketch and the adaptive policy's ghosts, up to
+ * a fifth of capacity_bytes).  The same
+ * for the same lengths for the life of the process; it depends on the
+ * allocator the library was built with, so compare stats' bytes with sums
+ * of this, not with key + value + a constant.  A cache's fixed tables
+ * (its shards and its simulation's, about 1 MiB) are not charged.
+ * Returns SIZE_MAX for a length above SIZE_MAX / 4 (such an entry is
+ * refused with ADMIT_ETOOBIG).
+ * Thread-safety: any thread.
+ */
+size_t admit_lru_entry_charge(size_t klen, size_t vlen);
 
 /*
  * Looks key up.  When found, its value is copied into buf and *vlen is set to
@@ -468,8 +491,8 @@ enum admit_status admit_lru_compute_hashed(struct admit_lru *c, uint64_t h,
  * stats' expired, not evicted.  Entries stored without a time never expire
  * (admit_lru_set over a timed entry drops its time, as memcached's set
  * does) and cost nothing extra; a timed entry, and any entry stored by
- * admit_lru_compute, carries 32 bytes more than ADMIT_LRU_ENTRY_OVERHEAD
- * says (not charged to the capacity).
+ * admit_lru_compute, carries a 32-byte timer beyond what
+ * admit_lru_entry_charge counts (not charged to the capacity).
  */
 
 /*
@@ -699,8 +722,9 @@ struct admit_lru_stats_ex {
 	                               /* entries that left, by cause
 	                                * (enum admit_lru_cause) */
 	uint64_t removed_bytes[ADMIT_LRU_CAUSES];
-	                               /* their bytes (key + value +
-	                                * ADMIT_LRU_ENTRY_OVERHEAD each) */
+	                               /* their bytes, as a byte capacity
+	                                * charges them
+	                                * (admit_lru_entry_charge) */
 };
 
 /*

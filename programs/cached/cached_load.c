@@ -275,8 +275,9 @@ usage(FILE *f)
 	        "  [--ttl-fraction F --ttl SECONDS]\n");
 }
 
-int
-main(int argc, char **argv)
+/* Reads the options into *o; 0, or the exit status (usage given). */
+static int
+parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
 		{ "host", required_argument, NULL, 'H' },
@@ -294,6 +295,43 @@ main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'H': o->host = optarg; break;
+		case 'p': o->port = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 't': o->threads = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'k': o->keys = strtoull(optarg, NULL, 10); break;
+		case 'r': o->requests = strtoull(optarg, NULL, 10); break;
+		case 'w': o->warmup = strtoull(optarg, NULL, 10); break;
+		case 'z': o->zipf = strtod(optarg, NULL); break;
+		case 'v': o->value_size = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'T': o->max_seconds = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 's': o->seed = strtoull(optarg, NULL, 10); break;
+		case 'F': o->ttl_fraction = strtod(optarg, NULL); break;
+		case 'L': o->ttl = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return 2;
+		}
+	}
+	/* The network rule: loopback only (IPv4 here). */
+	if (strcmp(o->host, "127.0.0.1") != 0 || !o->port || o->port > 65535 ||
+	    !o->threads || o->threads > 64 || o->keys < 2 || o->keys > 100000000 ||
+	    !o->value_size || o->value_size > (1u << 20) || o->zipf <= 0 ||
+	    !o->max_seconds || o->max_seconds > 3600 ||
+	    !(o->ttl_fraction >= 0 && o->ttl_fraction <= 1) ||
+	    o->ttl > 30 * 24 * 3600 || (o->ttl_fraction > 0 && !o->ttl)) {
+		usage(stderr);
+		fprintf(stderr, "cached_load: bad option (host must be 127.0.0.1)\n");
+		return 2;
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
 	struct options o = { .host = "127.0.0.1", .port = 11311, .threads = 4,
 	                     .keys = 1000000, .requests = 200000,
 	                     .warmup = 100000, .zipf = 0.99, .value_size = 100,
@@ -302,37 +340,10 @@ main(int argc, char **argv)
 	double *cdf, t0, el, ops = 0;
 	uint64_t gets = 0, hits = 0, sets = 0, ttl_sets = 0, all = 0;
 	struct rusage ru;
-	int ch, rc = 0;
+	int rc = 0;
 
-	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'H': o.host = optarg; break;
-		case 'p': o.port = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 't': o.threads = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'k': o.keys = strtoull(optarg, NULL, 10); break;
-		case 'r': o.requests = strtoull(optarg, NULL, 10); break;
-		case 'w': o.warmup = strtoull(optarg, NULL, 10); break;
-		case 'z': o.zipf = strtod(optarg, NULL); break;
-		case 'v': o.value_size = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'T': o.max_seconds = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 's': o.seed = strtoull(optarg, NULL, 10); break;
-		case 'F': o.ttl_fraction = strtod(optarg, NULL); break;
-		case 'L': o.ttl = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	/* The network rule: loopback only (IPv4 here). */
-	if (strcmp(o.host, "127.0.0.1") != 0 || !o.port || o.port > 65535 ||
-	    !o.threads || o.threads > 64 || o.keys < 2 || o.keys > 100000000 ||
-	    !o.value_size || o.value_size > (1u << 20) || o.zipf <= 0 ||
-	    !o.max_seconds || o.max_seconds > 3600 ||
-	    !(o.ttl_fraction >= 0 && o.ttl_fraction <= 1) ||
-	    o.ttl > 30 * 24 * 3600 || (o.ttl_fraction > 0 && !o.ttl)) {
-		usage(stderr);
-		fprintf(stderr, "cached_load: bad option (host must be 127.0.0.1)\n");
-		return 2;
-	}
+	if ((rc = parse_args(argc, argv, &o)) != 0)
+		return rc;
 	cdf = zipf_table(o.keys, o.zipf);
 	cl = calloc(o.threads, sizeof(*cl));
 	if (!cdf || !cl)

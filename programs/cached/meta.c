@@ -114,25 +114,101 @@ known_flag(char cmd, unsigned char f)
 _Static_assert(META_TOKENS_MAX - 3 <= CACHED_META_FLAGS,
                "order[] holds every flag a line within the limit has");
 
-enum cached_parse
-cached_meta_parse(const char *line, size_t len, struct cached_meta *m,
-                  const char **error)
-{
-	struct cached_tok t[CACHED_META_FLAGS + 3];
-	size_t n = cached_tokenize(line, line + len, t, CACHED_META_FLAGS + 3), first;
-	bool mgms, long_opaque = false;
-	char seen[128] = { 0 }, mode = 0;
-	const char *pending = NULL;
+/* What a meta line's flags leave for the checks after them. */
+struct flag_state {
+	char seen[128];
+	char mode;                   /* M's letter, 0 if none */
+	bool long_opaque;
+	const char *pending;         /* the error of a bad value */
+};
 
-	memset(m, 0, sizeof(*m));
-	m->cmd = line[1];
-	mgms = m->cmd == 'g' || m->cmd == 's';
-	m->mode = m->cmd == 's' ? 'S' : '+';
-	m->D = 1;
+/* Reads flag f with its value v[0..vn) into m; a bad value is remembered
+ * in st->pending, the last one's words winning (F's has none). */
+static void
+read_flag(struct cached_meta *m, unsigned char f, const char *v, size_t vn,
+          struct flag_state *st)
+{
+	const char *bad = NULL;
+	uint64_t u;
+
+	switch (f) {
+	case 'b':
+		m->b = true;
+		if (!base64_decode(m->rkey, m->rklen, m->key, &m->klen))
+			bad = "error decoding key";
+		break;
+	case 'q': m->q = true; break;
+	case 'v': m->v = true; break;
+	case 'I': m->I = true; break;
+	case 't': m->t_at = m->nflags; break;
+	case 'T':
+		m->T_at = m->nflags;
+		if (!(m->has_T = tok_i32(v, vn, &m->T)))
+			bad = "bad token in command line format";
+		break;
+	case 'N':
+		m->N_at = m->nflags;
+		if (!(m->has_N = tok_i32(v, vn, &m->N)))
+			bad = "bad token in command line format";
+		break;
+	case 'R':
+		m->R_at = m->nflags;
+		if (!(m->has_R = tok_i32(v, vn, &m->R)))
+			bad = "bad token in command line format";
+		break;
+	case 'C':
+		if (!(m->has_C = cached_strtoull(v, vn, &m->C)))
+			bad = "bad token in command line format";
+		break;
+	case 'J':
+		if (!cached_strtoull(v, vn, &m->J))
+			bad = "invalid numeric initial value";
+		break;
+	case 'D':
+		if (!cached_strtoull(v, vn, &m->D))
+			bad = "invalid numeric delta value";
+		break;
+	case 'F':
+		m->has_F = cached_strtoull(v, vn, &u) &&
+		           ((int64_t)u >= 0 || !memchr(v, '-', vn));
+		m->F = (uint32_t)u;
+		if (!m->has_F && !st->pending)
+			st->pending = "bad command line format";
+		break;
+	case 'O':
+		m->O_at = m->nflags;
+		if (vn > CACHED_OPAQUE_MAX)
+			st->long_opaque = true;
+		else
+			memcpy(m->opaque, v, vn);
+		m->olen = vn;
+		m->has_O = true;
+		break;
+	case 'M':
+		if (vn != 1)
+			bad = "incorrect length for M token";
+		else
+			st->mode = v[0];
+		break;
+	default:
+		break;
+	}
+	if (bad)
+		st->pending = bad;
+}
+
+/*
+ * The command, the key and (ms) the data block's length: what comes before
+ * the flags; CACHED_PARSE_OK with *first the first flag's token.
+ */
+static enum cached_parse
+meta_head(const struct cached_tok *t, size_t n, struct cached_meta *m,
+          size_t *first, const char **error)
+{
 	if (n < 2)
 		return CACHED_PARSE_ERROR;
-	first = m->cmd == 's' ? 3 : 2;
-	if (m->cmd == 's' && n >= first) {
+	*first = m->cmd == 's' ? 3 : 2;
+	if (m->cmd == 's' && n >= *first) {
 		int64_t bytes;
 
 		/* A data block follows a valid length whatever else is wrong
@@ -144,16 +220,13 @@ cached_meta_parse(const char *line, size_t len, struct cached_meta *m,
 			m->has_data = true;
 		}
 	}
-	if (t[1].n > CACHED_KEY_MAX) {
-		*error = "bad command line format";
+	*error = "bad command line format";
+	if (t[1].n > CACHED_KEY_MAX)
 		return CACHED_PARSE_CLIENT_ERROR;
-	}
 	memcpy(m->rkey, t[1].p, t[1].n);
 	m->rklen = t[1].n;
-	if (n < first) {
-		*error = "bad command line format";
+	if (n < *first)
 		return CACHED_PARSE_CLIENT_ERROR;
-	}
 	/* memcached's limit: META_TOKENS_MAX tokens, the line's end counted
 	 * as one.  It also keeps order[] in bounds: at most
 	 * META_TOKENS_MAX - 3 flags follow the command and the key. */
@@ -162,10 +235,62 @@ cached_meta_parse(const char *line, size_t len, struct cached_meta *m,
 		                       : "options flags too long";
 		return CACHED_PARSE_CLIENT_ERROR;
 	}
-	if (m->cmd == 's' && !m->has_data) {
-		*error = "bad command line format";
+	if (m->cmd == 's' && !m->has_data)
+		return CACHED_PARSE_CLIENT_ERROR;
+	return CACHED_PARSE_OK;
+}
+
+/* The checks memcached makes after the last flag: a bad value's error, the
+ * mode letter, a long opaque. */
+static enum cached_parse
+meta_tail(struct cached_meta *m, const struct flag_state *st, bool mgms,
+          const char **error)
+{
+	if (st->pending) {
+		*error = mgms ? st->pending : "invalid or duplicate flag";
 		return CACHED_PARSE_CLIENT_ERROR;
 	}
+	if (st->mode && (m->cmd == 's' || m->cmd == 'a')) {
+		if (!strchr(m->cmd == 's' ? "SEAPR" : "I+D-", st->mode)) {
+			*error = m->cmd == 's' ? "invalid mode for ms M token"
+			                       : "invalid mode for ma M token";
+			return CACHED_PARSE_CLIENT_ERROR;
+		}
+		m->mode = m->cmd == 's' ? st->mode
+		          : (st->mode == 'I' || st->mode == '+') ? '+' : '-';
+	}
+	if (st->long_opaque && (m->cmd == 'g' || m->cmd == 'a')) {
+		m->long_opaque = true;
+		m->olen = 0;
+	} else if (st->long_opaque) {
+		*error = "opaque token too long";
+		return CACHED_PARSE_CLIENT_ERROR;
+	}
+	if (!m->b) {
+		memcpy(m->key, m->rkey, m->rklen);
+		m->klen = m->rklen;
+	}
+	return CACHED_PARSE_OK;
+}
+
+enum cached_parse
+cached_meta_parse(const char *line, size_t len, struct cached_meta *m,
+                  const char **error)
+{
+	struct cached_tok t[CACHED_META_FLAGS + 3];
+	size_t n = cached_tokenize(line, line + len, t, CACHED_META_FLAGS + 3), first;
+	struct flag_state st = { .mode = 0 };
+	enum cached_parse rc;
+	bool mgms;
+
+	memset(m, 0, sizeof(*m));
+	m->cmd = line[1];
+	mgms = m->cmd == 'g' || m->cmd == 's';
+	m->mode = m->cmd == 's' ? 'S' : '+';
+	m->D = 1;
+	rc = meta_head(t, n, m, &first, error);
+	if (rc != CACHED_PARSE_OK)
+		return rc;
 	m->t_at = m->T_at = m->N_at = m->O_at = m->R_at = CACHED_META_FLAGS;
 	/*
 	 * As memcached reads them: left to right, an unknown or repeated
@@ -176,12 +301,8 @@ cached_meta_parse(const char *line, size_t len, struct cached_meta *m,
 	 */
 	for (size_t i = first; i < n; i++) {
 		unsigned char f = (unsigned char)t[i].p[0];
-		const char *v = t[i].p + 1;
-		size_t vn = t[i].n - 1;
-		const char *bad = NULL;
-		uint64_t u;
 
-		if (f >= 127 || seen[f]++) {
+		if (f >= 127 || st.seen[f]++) {
 			*error = mgms ? "duplicate flag" : "invalid or duplicate flag";
 			return CACHED_PARSE_CLIENT_ERROR;
 		}
@@ -189,95 +310,8 @@ cached_meta_parse(const char *line, size_t len, struct cached_meta *m,
 			*error = mgms ? "invalid flag" : "invalid or duplicate flag";
 			return CACHED_PARSE_CLIENT_ERROR;
 		}
-		switch (f) {
-		case 'b':
-			m->b = true;
-			if (!base64_decode(m->rkey, m->rklen, m->key, &m->klen))
-				bad = "error decoding key";
-			break;
-		case 'q': m->q = true; break;
-		case 'v': m->v = true; break;
-		case 'I': m->I = true; break;
-		case 't': m->t_at = m->nflags; break;
-		case 'T':
-			m->T_at = m->nflags;
-			if (!(m->has_T = tok_i32(v, vn, &m->T)))
-				bad = "bad token in command line format";
-			break;
-		case 'N':
-			m->N_at = m->nflags;
-			if (!(m->has_N = tok_i32(v, vn, &m->N)))
-				bad = "bad token in command line format";
-			break;
-		case 'R':
-			m->R_at = m->nflags;
-			if (!(m->has_R = tok_i32(v, vn, &m->R)))
-				bad = "bad token in command line format";
-			break;
-		case 'C':
-			if (!(m->has_C = cached_strtoull(v, vn, &m->C)))
-				bad = "bad token in command line format";
-			break;
-		case 'J':
-			if (!cached_strtoull(v, vn, &m->J))
-				bad = "invalid numeric initial value";
-			break;
-		case 'D':
-			if (!cached_strtoull(v, vn, &m->D))
-				bad = "invalid numeric delta value";
-			break;
-		case 'F':
-			m->has_F = cached_strtoull(v, vn, &u) &&
-			           ((int64_t)u >= 0 || !memchr(v, '-', vn));
-			m->F = (uint32_t)u;
-			if (!m->has_F && !pending)
-				pending = "bad command line format";
-			break;
-		case 'O':
-			m->O_at = m->nflags;
-			if (vn > CACHED_OPAQUE_MAX)
-				long_opaque = true;
-			else
-				memcpy(m->opaque, v, vn);
-			m->olen = vn;
-			m->has_O = true;
-			break;
-		case 'M':
-			if (vn != 1)
-				bad = "incorrect length for M token";
-			else
-				mode = v[0];
-			break;
-		default:
-			break;
-		}
-		if (bad)
-			pending = bad;
+		read_flag(m, f, t[i].p + 1, t[i].n - 1, &st);
 		m->order[m->nflags++] = (char)f;
 	}
-	if (pending) {
-		*error = mgms ? pending : "invalid or duplicate flag";
-		return CACHED_PARSE_CLIENT_ERROR;
-	}
-	if (mode && (m->cmd == 's' || m->cmd == 'a')) {
-		if (!strchr(m->cmd == 's' ? "SEAPR" : "I+D-", mode)) {
-			*error = m->cmd == 's' ? "invalid mode for ms M token"
-			                       : "invalid mode for ma M token";
-			return CACHED_PARSE_CLIENT_ERROR;
-		}
-		m->mode = m->cmd == 's' ? mode
-		          : (mode == 'I' || mode == '+') ? '+' : '-';
-	}
-	if (long_opaque && (m->cmd == 'g' || m->cmd == 'a')) {
-		m->long_opaque = true;
-		m->olen = 0;
-	} else if (long_opaque) {
-		*error = "opaque token too long";
-		return CACHED_PARSE_CLIENT_ERROR;
-	}
-	if (!m->b) {
-		memcpy(m->key, m->rkey, m->rklen);
-		m->klen = m->rklen;
-	}
-	return CACHED_PARSE_OK;
+	return meta_tail(m, &st, mgms, error);
 }

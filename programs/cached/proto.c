@@ -240,6 +240,69 @@ take_keys(struct cached_req *req, const char *p, const char *end)
 	return CACHED_PARSE_OK;
 }
 
+/* The commands whose every word is a token: t[0..n) is the line. */
+static enum cached_parse
+parse_tokens(struct cached_req *req, struct cached_tok *t, size_t n)
+{
+	switch (req->cmd) {
+	case CACHED_SET:
+	case CACHED_ADD:
+	case CACHED_REPLACE:
+	case CACHED_APPEND:
+	case CACHED_PREPEND:
+	case CACHED_CAS:
+		return parse_storage(req, t, n);
+	case CACHED_DELETE:
+		if (n < 2 || n > 4)
+			return CACHED_PARSE_ERROR;
+		/* As memcached: a lone key is a key, "noreply" included. */
+		if (n > 2)
+			noreply_maybe(req, t, n);
+		/* "delete <key> 0" is an old form memcached still accepts. */
+		if (n > 2 && !((n == 3 && (tok_is(&t[2], "0") || req->noreply)) ||
+		               (n == 4 && tok_is(&t[2], "0") && req->noreply)))
+			return client_error(req, "bad command line format.  "
+			                         "Usage: delete <key> [noreply]");
+		return take_key(req, &t[1]) ? CACHED_PARSE_OK
+		                            : client_error(req, BAD_FORMAT);
+	case CACHED_INCR:
+	case CACHED_DECR:
+		if (n != 3 && n != 4)
+			return CACHED_PARSE_ERROR;
+		noreply_maybe(req, t, n);
+		if (!take_key(req, &t[1]))
+			return client_error(req, BAD_FORMAT);
+		if (!tok_u64(&t[2], &req->delta))
+			return client_error(req, "invalid numeric delta argument");
+		return CACHED_PARSE_OK;
+	case CACHED_TOUCH:
+		if (n != 3 && n != 4)
+			return CACHED_PARSE_ERROR;
+		noreply_maybe(req, t, n);
+		if (!take_key(req, &t[1]))
+			return client_error(req, BAD_FORMAT);
+		if (!cached_tok_i32(&t[2], &req->exptime))
+			return client_error(req, "invalid exptime argument");
+		return CACHED_PARSE_OK;
+	case CACHED_FLUSH_ALL:
+		if (n > 3)
+			return CACHED_PARSE_ERROR;
+		noreply_maybe(req, t, n);
+		if (n != (req->noreply ? 2u : 1u) && !cached_tok_i32(&t[1], &req->exptime))
+			return client_error(req, "invalid exptime argument");
+		return CACHED_PARSE_OK;
+	case CACHED_VERBOSITY:
+		if (n != 2 && n != 3)
+			return CACHED_PARSE_ERROR;
+		noreply_maybe(req, t, n);
+		if (!tok_u64(&t[1], &req->delta))
+			return client_error(req, BAD_FORMAT);
+		return CACHED_PARSE_OK;
+	default:
+		return CACHED_PARSE_ERROR;
+	}
+}
+
 enum cached_parse
 cached_parse_line(const char *line, size_t len, struct cached_req *req)
 {
@@ -298,63 +361,7 @@ cached_parse_line(const char *line, size_t len, struct cached_req *req)
 	}
 
 	n = cached_tokenize(line, end, t, MAX_TOKENS);
-	switch (req->cmd) {
-	case CACHED_SET:
-	case CACHED_ADD:
-	case CACHED_REPLACE:
-	case CACHED_APPEND:
-	case CACHED_PREPEND:
-	case CACHED_CAS:
-		return parse_storage(req, t, n);
-	case CACHED_DELETE:
-		if (n < 2 || n > 4)
-			return CACHED_PARSE_ERROR;
-		/* As memcached: a lone key is a key, "noreply" included. */
-		if (n > 2)
-			noreply_maybe(req, t, n);
-		/* "delete <key> 0" is an old form memcached still accepts. */
-		if (n > 2 && !((n == 3 && (tok_is(&t[2], "0") || req->noreply)) ||
-		               (n == 4 && tok_is(&t[2], "0") && req->noreply)))
-			return client_error(req, "bad command line format.  "
-			                         "Usage: delete <key> [noreply]");
-		return take_key(req, &t[1]) ? CACHED_PARSE_OK
-		                            : client_error(req, BAD_FORMAT);
-	case CACHED_INCR:
-	case CACHED_DECR:
-		if (n != 3 && n != 4)
-			return CACHED_PARSE_ERROR;
-		noreply_maybe(req, t, n);
-		if (!take_key(req, &t[1]))
-			return client_error(req, BAD_FORMAT);
-		if (!tok_u64(&t[2], &req->delta))
-			return client_error(req, "invalid numeric delta argument");
-		return CACHED_PARSE_OK;
-	case CACHED_TOUCH:
-		if (n != 3 && n != 4)
-			return CACHED_PARSE_ERROR;
-		noreply_maybe(req, t, n);
-		if (!take_key(req, &t[1]))
-			return client_error(req, BAD_FORMAT);
-		if (!cached_tok_i32(&t[2], &req->exptime))
-			return client_error(req, "invalid exptime argument");
-		return CACHED_PARSE_OK;
-	case CACHED_FLUSH_ALL:
-		if (n > 3)
-			return CACHED_PARSE_ERROR;
-		noreply_maybe(req, t, n);
-		if (n != (req->noreply ? 2u : 1u) && !cached_tok_i32(&t[1], &req->exptime))
-			return client_error(req, "invalid exptime argument");
-		return CACHED_PARSE_OK;
-	case CACHED_VERBOSITY:
-		if (n != 2 && n != 3)
-			return CACHED_PARSE_ERROR;
-		noreply_maybe(req, t, n);
-		if (!tok_u64(&t[1], &req->delta))
-			return client_error(req, BAD_FORMAT);
-		return CACHED_PARSE_OK;
-	default:
-		return CACHED_PARSE_ERROR;
-	}
+	return parse_tokens(req, t, n);
 }
 
 bool

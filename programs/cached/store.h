@@ -58,8 +58,8 @@ struct cached_item {
 	size_t len;
 };
 
-/* How a lookup went.  (CACHED_EXPIRED and CACHED_FLUSHED are no longer
- * returned: an expired or flushed item is absent.) */
+/* How a lookup went.  CACHED_EXPIRED and CACHED_FLUSHED are never
+ * returned: an expired or flushed item is absent (a miss). */
 enum cached_lookup { CACHED_HIT, CACHED_MISS, CACHED_EXPIRED, CACHED_FLUSHED };
 
 /*
@@ -100,6 +100,13 @@ enum cached_result cached_store_update(struct cached_store *st,
                                        struct cached_scratch *s,
                                        const struct cached_req *req,
                                        const char *data);
+/* The same, giving the stored item's CAS unique in *cas (may be NULL); a
+ * non-zero req->cas makes append and prepend compare it first (the binary
+ * protocol's), CACHED_EXISTS when it differs. */
+enum cached_result cached_store_update_cas(struct cached_store *st,
+                                           struct cached_scratch *s,
+                                           const struct cached_req *req,
+                                           const char *data, uint64_t *cas);
 enum cached_result cached_store_delete(struct cached_store *st,
                                        struct cached_scratch *s,
                                        const char *key, size_t klen);
@@ -108,6 +115,17 @@ enum cached_result cached_store_arith(struct cached_store *st,
                                       struct cached_scratch *s,
                                       const struct cached_req *req,
                                       uint64_t *value);
+/* incr/decr, giving the item's new CAS unique in *cas; a non-zero
+ * req->cas must match the item's (CACHED_EXISTS otherwise). */
+enum cached_result cached_store_arith_cas(struct cached_store *st,
+                                          struct cached_scratch *s,
+                                          const struct cached_req *req,
+                                          uint64_t *value, uint64_t *cas);
+/* delete; a non-zero cas must match the item's (CACHED_EXISTS otherwise). */
+enum cached_result cached_store_delete_cas(struct cached_store *st,
+                                           struct cached_scratch *s,
+                                           const char *key, size_t klen,
+                                           uint64_t cas);
 /* gat/gats: as cached_store_get, and on CACHED_HIT the item's expiry is
  * now exptime's (its CAS unique unchanged; fn sees it before). */
 enum cached_lookup cached_store_gat(struct cached_store *st,

@@ -1,7 +1,8 @@
 #!/bin/bash
 # admit-cached with real memcached clients (Debian libmemcached-tools):
-# memccapable's ASCII conformance tests, memccp/memccat/memcrm round trips of
-# 0 B, 1 B, 1 KB and 1 MB values, a few hostile clients, then SIGTERM and a
+# memccapable's ASCII and binary conformance tests, memccp/memccat/memcrm
+# round trips of 0 B, 1 B, 1 KB and 1 MB values in each protocol, a few
+# hostile clients, then SIGTERM and a
 # clean exit (under ASan that exit also checks for leaks; under TSan, races
 # make it non-zero).  Skips (77) when the clients are not installed.
 set -u
@@ -59,6 +60,16 @@ if [ "$rc" -eq 0 ] && grep -q "All tests passed" "$tmp/capable" &&
 else
 	fail "memccapable -a (exit $rc)"
 fi
+# -- memccapable -b: every binary protocol test must pass.
+timeout 120 memccapable -b -h 127.0.0.1 -p "$port" -t 10 >"$tmp/capable_b" 2>&1
+rc=$?
+cat "$tmp/capable_b"
+if [ "$rc" -eq 0 ] && grep -q "All tests passed" "$tmp/capable_b" &&
+   ! grep -q FAIL "$tmp/capable_b"; then
+	ok "memccapable -b: $(grep -c '\[pass\]' "$tmp/capable_b") tests passed"
+else
+	fail "memccapable -b (exit $rc)"
+fi
 
 # -- round trips through memccp / memccat / memcrm
 cd "$tmp" || exit 1
@@ -66,24 +77,29 @@ cd "$tmp" || exit 1
 printf x >v1
 head -c 1024 /dev/urandom >v1k
 head -c 1048576 /dev/urandom >v1m
-for f in v0 v1 v1k v1m; do
-	size=$(wc -c <"$f")
-	if ! timeout 20 memccp "$servers" "$f"; then
-		fail "memccp $f ($size B)"
-		continue
-	fi
-	rm -f "out.$f"
-	if timeout 20 memccat "$servers" --file="out.$f" "$f" && cmp -s "$f" "out.$f"; then
-		ok "memccp/memccat round trip of $size B"
-	else
-		fail "memccat $f ($size B) differs or failed"
-	fi
-	timeout 20 memcrm "$servers" "$f" || fail "memcrm $f"
-	if timeout 20 memccat "$servers" "$f" >/dev/null 2>&1; then
-		fail "$f still readable after memcrm"
-	else
-		ok "memcrm removed the $size B value"
-	fi
+for proto in text binary; do
+	opt=
+	[ "$proto" = binary ] && opt=--binary
+	for f in v0 v1 v1k v1m; do
+		size=$(wc -c <"$f")
+		if ! timeout 20 memccp $opt "$servers" "$f"; then
+			fail "memccp $opt $f ($size B)"
+			continue
+		fi
+		rm -f "out.$f"
+		if timeout 20 memccat $opt "$servers" --file="out.$f" "$f" &&
+		   cmp -s "$f" "out.$f"; then
+			ok "memccp/memccat round trip of $size B ($proto)"
+		else
+			fail "memccat $opt $f ($size B) differs or failed"
+		fi
+		timeout 20 memcrm $opt "$servers" "$f" || fail "memcrm $opt $f"
+		if timeout 20 memccat $opt "$servers" "$f" >/dev/null 2>&1; then
+			fail "$f still readable after memcrm $opt"
+		else
+			ok "memcrm removed the $size B value ($proto)"
+		fi
+	done
 done
 cd - >/dev/null || exit 1
 

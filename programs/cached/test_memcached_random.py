@@ -8,12 +8,21 @@
 # written to a fresh admit-cached and a fresh memcached (-U 0, memory
 # enough that neither evicts), each session on a connection of its own,
 # pipelined and often split at random byte boundaries, then half-closed;
-# the two reply streams must be equal byte for byte.
+# the two reply streams must be equal byte for byte.  A share of the
+# sessions (ADMIT_DIFF_BINARY, default 0.3) speak the binary protocol
+# instead: every opcode admit-cached serves, quiet forms, CAS uniques,
+# extras of every command, values over --max-item, and bad input (a wrong
+# magic after a noop, key and extras longer than the body, lengths that do
+# not suit the opcode, keys over 250 bytes, unknown and SASL opcodes).
 #
 # Only what admit-cached(1) lists under DIFFERENCES FROM MEMCACHED is
 # rewritten or left out:
-#   - "STAT" lines are dropped; CAS uniques are compared as the order in
-#     which each server first showed them;
+#   - "STAT" lines (binary: stat replies with a key) are dropped; CAS
+#     uniques are compared as the order in which each server first
+#     showed them; in binary sessions, memcached's reset on closing with
+#     unread input is taken as the end of stream admit-cached gives;
+#   - a binary incr or decr follows a get, gat or touch of the session
+#     only after a noop (as the text one after an mn);
 #   - a storage line memcached refuses with CLIENT_ERROR and a valid
 #     length: memcached is sent it without the data block (it would run
 #     the block as commands, admit-cached skips it);
@@ -23,11 +32,14 @@
 #     and memcached runs without its LRU threads (either would keep an
 #     item from being rewritten in place);
 #   - no flush_all with a delay, no k flag with b, no negative TTL for
-#     t, no non-get line over 2048 bytes.
+#     t, no non-get line over 2048 bytes; in binary sessions, a flush
+#     without a delay only, and a wrong magic only after a noop
+#     (memcached drops the unsent replies when it closes).
 # A TTL shown by t may differ by one second (the clocks tick apart).
 #
 # Knobs (environment): ADMIT_DIFF_SEED (default 1), ADMIT_DIFF_REQUESTS
-# (default 3000), ADMIT_DIFF_SHOW (differences printed, default 10).
+# (default 4000), ADMIT_DIFF_SHOW (differences printed, default 10),
+# ADMIT_DIFF_BINARY (the share of binary sessions, default 0.3).
 # Skips (77) when memcached is not installed.  Run by make check through
 # test_memcached_random.sh.
 import base64
@@ -35,6 +47,7 @@ import os
 import random
 import re
 import socket
+import struct
 import sys
 import threading
 import time
@@ -43,8 +56,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_memcached import start_both  # noqa: E402
 
 SEED = int(os.environ.get("ADMIT_DIFF_SEED", "1"))
-REQUESTS = int(os.environ.get("ADMIT_DIFF_REQUESTS", "3000"))
+REQUESTS = int(os.environ.get("ADMIT_DIFF_REQUESTS", "4000"))
 SHOW = int(os.environ.get("ADMIT_DIFF_SHOW", "10"))
+# The share of sessions in the binary protocol.
+BINARY = float(os.environ.get("ADMIT_DIFF_BINARY", "0.3"))
 
 
 # ---------------------------------------------------------------- requests
@@ -327,6 +342,161 @@ class Gen:
         return (len(reqs), b"".join(a for a, _ in reqs), b"".join(m for _, m in reqs))
 
 
+class BinGen:
+    """Draws binary-protocol sessions (the first byte 0x80 makes a
+    connection binary): every opcode admit-cached serves with random
+    extras, keys, values, CAS uniques and quiet forms, and bad input
+    (a wrong magic after a noop, lengths that do not fit, keys over 250
+    bytes, unknown opcodes)."""
+
+    OPS = {"get": 0x00, "set": 0x01, "add": 0x02, "replace": 0x03,
+           "delete": 0x04, "incr": 0x05, "decr": 0x06, "quit": 0x07,
+           "flush": 0x08, "getq": 0x09, "noop": 0x0a, "version": 0x0b,
+           "getk": 0x0c, "getkq": 0x0d, "append": 0x0e, "prepend": 0x0f,
+           "stat": 0x10, "setq": 0x11, "addq": 0x12, "replaceq": 0x13,
+           "deleteq": 0x14, "incrq": 0x15, "decrq": 0x16, "quitq": 0x17,
+           "flushq": 0x18, "appendq": 0x19, "prependq": 0x1a,
+           "touch": 0x1c, "gat": 0x1d, "gatq": 0x1e, "gatk": 0x23,
+           "gatkq": 0x24}
+
+    def __init__(self, seed, text_gen):
+        self.R = random.Random(seed)
+        self.text = text_gen   # shares its keys and values
+
+    @staticmethod
+    def packet(op, key=b"", ext=b"", val=b"", cas=0, opaque=0,
+               magic=0x80, keylen=None, bodylen=None):
+        kl = len(key) if keylen is None else keylen
+        bl = len(key) + len(ext) + len(val) if bodylen is None else bodylen
+        return struct.pack(">BBHBBHIIQ", magic, op, kl, len(ext), 0, 0, bl,
+                           opaque, cas) + ext + key + val
+
+    def key(self):
+        R = self.R
+        if R.random() < 0.03:
+            return R.choice([b"K" * 251, b""])
+        return R.choice(self.text.keys[:6] + [b"\x00", b"b k", b"\r\n"])
+
+    def exptime(self):
+        now = int(time.time())
+        return self.R.choice([0, 0, 1000, 2592000, 2592001, now + 3600, now - 3600])
+
+    def cas(self):
+        R = self.R
+        x = R.random()
+        if x < 0.7:
+            return 0
+        return R.choice([R.randrange(1, 80), R.randrange(1, 80), 1 << 40])
+
+    def value(self):
+        R = self.R
+        if R.random() < 0.01:
+            return b"L" * ((1 << 20) + 1)   # over --max-item: refused, skipped
+        return R.choice([b"", b"7", b"12", b"007", b"18446744073709551615",
+                         b"abc", b"x" * R.randrange(0, 300), self.text.value()])
+
+    def request(self, name):
+        R, P = self.R, self.packet
+        op = self.OPS[name]
+        base = name.rstrip("q") if name not in ("getq", "gatq") else name[:-1]
+        opaque = R.randrange(0, 1 << 32)
+        if base in ("set", "add", "replace"):
+            ext = struct.pack(">II", R.choice([0, 3, 0xffffffff]), self.exptime())
+            return P(op, self.key(), ext, self.value(), self.cas(), opaque)
+        if base in ("append", "prepend"):
+            return P(op, self.key(), b"", self.value(), self.cas(), opaque)
+        if base in ("get", "getk", "delete"):
+            return P(op, self.key(), cas=self.cas() if base == "delete" else 0,
+                     opaque=opaque)
+        if base in ("incr", "decr"):
+            ext = struct.pack(">QQI", R.choice([0, 1, 5, 1 << 63, (1 << 64) - 1]),
+                              R.choice([0, 10, (1 << 64) - 1]),
+                              R.choice([0, 1000, 0xffffffff]))
+            return P(op, self.key(), ext, cas=self.cas(), opaque=opaque)
+        if base in ("touch", "gat", "gatk"):
+            return P(op, self.key(), struct.pack(">I", self.exptime()), opaque=opaque)
+        if base == "flush":
+            return P(op, ext=R.choice([b"", b"\0\0\0\0"]), opaque=opaque)
+        if base == "stat":
+            return P(op, R.choice([b"", b"settings", b"nosuch"]), opaque=opaque)
+        return P(op, opaque=opaque)   # noop, version, quit
+
+    def bad(self):
+        """A request memcached refuses, closing or skipping."""
+        R, P = self.R, self.packet
+        x = R.random()
+        if x < 0.25:   # key and extras longer than the body: closes
+            k = R.randrange(1, 40)
+            return P(0x00, b"k" * k, bodylen=R.randrange(0, k)), True
+        if x < 0.45:   # lengths that do not suit the opcode: closes
+            return R.choice([P(0x00, b"k", ext=b"1234"), P(0x0a, b"k"),
+                             P(0x01, b"k", ext=b"123", val=b"v"),
+                             P(0x05, b"k", ext=b"1" * 8),
+                             P(0x1c, b"k"), P(0x08, ext=b"12")]), True
+        if x < 0.6:    # a key over 250 bytes: closes
+            return P(0x00, b"K" * 300), True
+        if x < 0.8:    # wrong magic (after a noop, whose reply is sent)
+            return P(0x0a) + P(0x0a, magic=R.choice([0x00, 0x81, 0x47])), True
+        # unknown opcode: its body length is skipped after its key
+        body = bytes(R.randrange(256) for _ in range(R.randrange(0, 30)))
+        if x < 0.9:    # authentication, which admit-cached has not
+            return P(R.choice([0x20, 0x21, 0x22]), R.choice([b"", b"PLAIN"]),
+                     val=body), False
+        return P(R.choice([0x1b, 0x30, 0x7f, 0xff]), val=body), False
+
+    def session(self):
+        """(requests, bytes): ends with a noop (every quiet reply sent)."""
+        R = self.R
+        names = list(self.OPS)
+        out, n = [], 0
+        got = False
+        for _ in range(R.randrange(1, 12)):
+            if R.random() < 0.06:
+                req, closes = self.bad()
+                out.append(req)
+                n += 1
+                if closes:
+                    return n, b"".join(out)
+                continue
+            name = R.choice(names)
+            if name in ("quit", "quitq") and R.random() < 0.7:
+                name = "noop"
+            # memcached holds a hit's item until its reply is sent, and
+            # then writes an incr's result to a new item rather than in
+            # place (admit-cached(1)): a noop sends the replies first.
+            if got and name.startswith(("incr", "decr")):
+                out.append(self.packet(0x0a))
+                got = False
+            if name.startswith(("get", "gat", "touch")):
+                got = True
+            out.append(self.request(name))
+            n += 1
+            if name in ("quit", "quitq"):
+                return n, b"".join(out)
+        out.append(self.packet(0x0a))
+        return n + 1, b"".join(out)
+
+
+def bin_records(stream, cas_map):
+    """Splits a binary reply stream into packets, drops the statistics
+    (opcode stat with a key), renumbers CAS uniques."""
+    recs = []
+    i = 0
+    while i + 24 <= len(stream) and stream[i] == 0x81:
+        op, keylen, extlen = stream[i + 1], struct.unpack(">H", stream[i + 2:i + 4])[0], stream[i + 4]
+        body = struct.unpack(">I", stream[i + 8:i + 12])[0]
+        cas = struct.unpack(">Q", stream[i + 16:i + 24])[0]
+        pkt = stream[i:i + 24 + body]
+        i += 24 + body
+        if op == 0x10 and keylen:
+            continue
+        num = cas_map.setdefault(cas, len(cas_map)) if cas else 0
+        recs.append(pkt[:16] + b"#%d" % num + pkt[24:])
+    if i < len(stream):
+        recs.append(stream[i:])
+    return recs
+
+
 # ---------------------------------------------------------------- exchange
 def exchange(port, data, cuts):
     """Writes data in pieces cut at the given offsets, half-closes, reads
@@ -422,13 +592,22 @@ def main():
     (pm, mport), (pa, aport) = start_both(1024, ["-o", "no_lru_crawler,"
                                                  "no_lru_maintainer,no_slab_automove"])
     gen = Gen(SEED)
+    bgen = BinGen(SEED ^ 0xb1, gen)
     cut_rng = random.Random(SEED ^ 0x5eed)
+    kind_rng = random.Random(SEED ^ 0xb2)
+    bin_sessions = 0
     cas_m, cas_a = {}, {}
     requests = sessions = differ = 0
     t0 = time.time()
     try:
         while requests < REQUESTS:
-            n, a_bytes, m_bytes = gen.session()
+            binary = kind_rng.random() < BINARY
+            if binary:
+                n, a_bytes = bgen.session()
+                m_bytes = a_bytes
+                bin_sessions += 1
+            else:
+                n, a_bytes, m_bytes = gen.session()
             requests += n
             sessions += 1
             cuts_a = cuts_m = []
@@ -438,8 +617,14 @@ def main():
                 cuts_m = sorted(cut_rng.randrange(1, len(m_bytes)) for _ in range(k))
             want = exchange(mport, m_bytes, cuts_m)
             got = exchange(aport, a_bytes, cuts_a)
-            rw, tw = records(want, cas_m)
-            rg, tg = records(got, cas_a)
+            if binary:
+                # memcached closes on unread input (a reset), admit-cached
+                # reads it first (an end of stream).
+                rw, tw = bin_records(want.replace(b"<RESET>", b"<EOF>"), cas_m), []
+                rg, tg = bin_records(got, cas_a), []
+            else:
+                rw, tw = records(want, cas_m)
+                rg, tg = records(got, cas_a)
             if rw == rg and len(tw) == len(tg) and all(abs(x - y) <= 1 for x, y in zip(tw, tg)):
                 continue
             differ += 1
@@ -450,8 +635,8 @@ def main():
         for p in (pm, pa):
             p.terminate()
             p.wait(30)
-    print("seed %d: %d requests in %d sessions, %d sessions differ (%.1f s)" %
-          (SEED, requests, sessions, differ, time.time() - t0))
+    print("seed %d: %d requests in %d sessions (%d binary), %d sessions differ (%.1f s)" %
+          (SEED, requests, sessions, bin_sessions, differ, time.time() - t0))
     sys.exit(1 if differ else 0)
 
 

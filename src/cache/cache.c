@@ -453,6 +453,14 @@ admit_lru_now(const struct admit_lru *c)
 	return c ? admit_clock_now(&c->clock) : 0;
 }
 
+size_t
+admit_lru_entry_charge(size_t klen, size_t vlen)
+{
+	if (klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4)
+		return SIZE_MAX;
+	return admit_entry_charge(klen, vlen);
+}
+
 void admit_test_lru_hold(struct admit_lru *c, const void *key, size_t klen,
                          bool hold) ADMIT_NO_TS;
 void

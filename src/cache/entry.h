@@ -15,6 +15,7 @@
 
 #include <admit/lru.h>
 
+#include "alloc.h"
 #include "policy.h"
 #include "tinylfu_internal.h"
 
@@ -48,12 +49,35 @@ struct entry {
 _Static_assert(sizeof(struct entry) <= ADMIT_LRU_ENTRY_OVERHEAD,
                "an entry's header fits ADMIT_LRU_ENTRY_OVERHEAD");
 
+/* An entry's share of its shard's index: the bucket array holds at most
+ * two words an entry, as it doubles when the entries exceed its buckets. */
+#define ADMIT_ENTRY_INDEX_SHARE (2 * sizeof(uintptr_t))
+
+/* An entry's share of the tables sized at creation for the entries the
+ * cache will hold (admit_cache_entries: one per 4 x ADMIT_LRU_ENTRY_OVERHEAD
+ * bytes of a byte capacity): the TinyLFU sketch, 34.5 bytes an entry
+ * (doorkeeper and frequency store), and the adaptive policy's ghost slots,
+ * 8 bytes each, one to two an entry (a power of two per shard).  That is
+ * at most 50.5 bytes for every 256 of the capacity, a fifth of it, whatever
+ * the entries' sizes; so each entry is charged a quarter of its own cost
+ * more, and the entries' own cost stays within four fifths of the
+ * capacity, the tables within the rest. */
+#define ADMIT_ENTRY_TABLES_SHARE(cost) ((cost) / 4)
+
 /* What an entry of a klen-byte key and a vlen-byte value counts against a
- * byte capacity. */
+ * byte capacity (admit_lru_entry_charge): the allocation that holds its
+ * header, key and value, at its allocator's size class, its share of the
+ * index, and a share of the tables in proportion.  A pure function of
+ * (klen, vlen), so that an entry is charged at its removal what it was at
+ * its insertion.  A timed entry's timer (expiry.h) is not charged.  The
+ * caller bounds klen and vlen by SIZE_MAX / 4. */
 static inline size_t
 admit_entry_charge(size_t klen, size_t vlen)
 {
-	return klen + vlen + ADMIT_LRU_ENTRY_OVERHEAD;
+	size_t cost = admit_alloc_footprint(sizeof(struct entry) + klen + vlen) +
+	              ADMIT_ENTRY_INDEX_SHARE;
+
+	return cost + ADMIT_ENTRY_TABLES_SHARE(cost);
 }
 
 static inline struct entry *
