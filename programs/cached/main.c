@@ -97,7 +97,7 @@ usage(FILE *f)
 "  -p, --port PORT          TCP port (default 11311)\n"
 "  -l, --listen ADDR        numeric address to listen on (default 127.0.0.1)\n"
 "  -t, --threads N          worker threads, one epoll loop each (default 4)\n"
-"  -m, --memory MB          cache capacity in MiB: keys + values + 76 bytes\n"
+"  -m, --memory MB          cache capacity in MiB: what the items cost in memory\n"
 "                           per item (default 64)\n"
 "  -c, --max-conns N        simultaneous connections (default 1024)\n"
 "  -I, --max-item BYTES     largest value (default 1048576)\n"
