@@ -54,7 +54,7 @@ tell(const struct admit_lru *c, struct entry *e)
 }
 
 void
-shard_unlock_deliver(struct shard *s)
+shard_unlock_deliver_slow(struct shard *s)
 {
 	struct entry *list = s->gone.head, *e, *next;
 

@@ -129,8 +129,18 @@ shard_unlock(struct shard *s)
 
 /* A writing call's unlock: releases s's mutex, then tells the listener of
  * the entries removed since the last delivery and retires them
- * (listener.h).  Without a listener, shard_unlock. */
-void shard_unlock_deliver(struct shard *s) ADMIT_RELEASE(s->mu);
+ * (listener.h).  With none queued (always, without a listener),
+ * shard_unlock. */
+void shard_unlock_deliver_slow(struct shard *s) ADMIT_RELEASE(s->mu);
+static inline void shard_unlock_deliver(struct shard *s) ADMIT_RELEASE(s->mu);
+static inline void
+shard_unlock_deliver(struct shard *s)
+{
+	if (__builtin_expect(s->gone.head != NULL, 0))
+		shard_unlock_deliver_slow(s);
+	else
+		admit_mutex_unlock(&s->mu);
+}
 
 /* e (out of the policy and the index) has left for cause: counted, then
  * retired, or queued for the listener. */
