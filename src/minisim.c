@@ -35,12 +35,12 @@
  * the keys hit once more in its protected segment, not the most recent.
  */
 const struct admit_policy_config admit_minisim_configs[ADMIT_MINISIM_N] = {
-	{ 0, 80, true, false, 0 }, { 1, 80, true, false, 0 },
-	{ 5, 80, true, false, 0 }, { 20, 80, true, false, 0 },
-	{ 50, 80, true, false, 0 }, { 80, 80, true, false, 0 },
-	{ 100, 0, false, false, 0 }, { 20, 80, false, false, 0 },
-	{ 1, 80, true, true, 0 },
-	{ 0, 0, false, false, ADMIT_POLICY_LIRS },
+	{ 0, 80, true, false, 0, false }, { 1, 80, true, false, 0, false },
+	{ 5, 80, true, false, 0, false }, { 20, 80, true, false, 0, false },
+	{ 50, 80, true, false, 0, false }, { 80, 80, true, false, 0, false },
+	{ 100, 0, false, false, 0, false }, { 20, 80, false, false, 0, false },
+	{ 1, 80, true, true, 0, false },
+	{ 0, 0, false, false, ADMIT_POLICY_LIRS, false },
 };
 
 #define NIL UINT32_MAX

@@ -52,29 +52,87 @@ is_lirs(const struct admit_policy *p)
 	return p->cfg.family == ADMIT_POLICY_LIRS;
 }
 
+/* The node's fields readers test (policy.h).  relaxed: the owner is the
+ * only writer, ordered by its lock; readers need no order. */
+static inline void
+set_seg(struct admit_policy_node *n, enum admit_policy_seg k)
+{
+	atomic_store_explicit(&n->seg, (uint8_t)k, memory_order_relaxed);
+}
+
+static inline void
+set_stamp(struct admit_policy_node *n, uint32_t st)
+{
+	/* relaxed: as set_seg(). */
+	atomic_store_explicit(&n->stamp, st, memory_order_relaxed);
+}
+
+/* Whether a hit in segment k may be quiet: W-TinyLFU's, where a hit there
+ * only moves its entry to the MRU end (policy.h). */
+static inline bool
+may_be_quiet(const struct admit_policy *p, unsigned k)
+{
+	if (p->cfg.exact || is_lirs(p))
+		return false;
+	return k != ADMIT_SEG_PROBATION || p->protected_max == 0;
+}
+
+/* Keeps quiet[k] at what segment k's count and the configuration say,
+ * stored only when it changes: readers' lines stay clean. */
+static inline void
+update_quiet(struct admit_policy *p, unsigned k)
+{
+	uint64_t span = may_be_quiet(p, k) ?
+	                p->count[k] >> ADMIT_POLICY_QUIET_SHIFT : 0;
+
+	if (span > UINT32_MAX)
+		span = UINT32_MAX;
+	/* relaxed: the owner is the only writer; readers need no order. */
+	if (atomic_load_explicit(&p->quiet[k], memory_order_relaxed) != span)
+		/* relaxed: as above. */
+		atomic_store_explicit(&p->quiet[k], (uint32_t)span,
+		                      memory_order_relaxed);
+}
+
+static void
+update_quiet_all(struct admit_policy *p)
+{
+	for (unsigned k = 0; k < ADMIT_SEG_COUNT; k++)
+		update_quiet(p, k);
+}
+
 /* Every access stamps the node, whatever the family, so that a switch to
  * LIRS finds S already ordered. */
 static inline void
 stamp(struct admit_policy *p, struct admit_policy_node *n)
 {
-	n->stamp = ++p->clock;
+	/* relaxed: the owner is the only writer (policy.h). */
+	uint32_t now = atomic_load_explicit(&p->clock, memory_order_relaxed) + 1;
+
+	/* relaxed: as above; readers' tests need no order. */
+	atomic_store_explicit(&p->clock, now, memory_order_relaxed);
+	set_stamp(n, now);
 }
 
 static inline void
 add(struct admit_policy *p, struct admit_policy_node *n, enum admit_policy_seg k)
 {
-	n->seg = (uint8_t)k;
+	set_seg(n, k);
 	p->weight[k] += weight_of(p, n);
 	p->count[k]++;
+	update_quiet(p, k);
 	push_mru(&p->seg[k], n);
 }
 
 static inline void
 take(struct admit_policy *p, struct admit_policy_node *n)
 {
+	unsigned k = admit_policy_seg_of(n);
+
 	node_unlink(n);
-	p->weight[n->seg] -= weight_of(p, n);
-	p->count[n->seg]--;
+	p->weight[k] -= weight_of(p, n);
+	p->count[k]--;
+	update_quiet(p, k);
 }
 
 /* Moves n to the MRU end of its own segment: its weight and count stay
@@ -83,7 +141,7 @@ static inline void
 touch(struct admit_policy *p, struct admit_policy_node *n)
 {
 	node_unlink(n);
-	push_mru(&p->seg[n->seg], n);
+	push_mru(&p->seg[admit_policy_seg_of(n)], n);
 }
 
 /* Moves n to the MRU end of segment k. */
@@ -153,6 +211,7 @@ admit_policy_init(struct admit_policy *p, const struct admit_policy_ops *ops,
 	for (int k = 0; k < ADMIT_SEG_COUNT; k++)
 		p->seg[k].next = p->seg[k].prev = &p->seg[k];
 	set_bounds(p);
+	update_quiet_all(p);
 }
 
 bool
@@ -191,7 +250,7 @@ ghost_put(struct admit_policy *p, const struct admit_policy_node *n)
 	if (!p->ghost)
 		return;
 	h = p->ops->hash(p->ctx, n);
-	p->ghost[h & p->ghost_mask] = (h >> 32 << 32) | n->stamp;
+	p->ghost[h & p->ghost_mask] = (h >> 32 << 32) | admit_policy_stamp_of(n);
 }
 
 /* The stamp an evicted key had, forgetting it; false if none is kept.
@@ -220,10 +279,13 @@ static bool
 in_stack(const struct admit_policy *p, uint32_t st)
 {
 	const struct admit_policy_node *h = &p->seg[ADMIT_SEG_PROTECTED];
+	/* relaxed: the owner's own clock (policy.h). */
+	uint32_t now = atomic_load_explicit(&p->clock, memory_order_relaxed);
 
 	if (h->next == h)
 		return true;
-	return (uint32_t)(p->clock - st) <= (uint32_t)(p->clock - h->next->stamp);
+	return (uint32_t)(now - st) <=
+	       (uint32_t)(now - admit_policy_stamp_of(h->next));
 }
 
 /* Inline: on a hit, protected is seldom over. */
@@ -254,9 +316,10 @@ to_lirs(struct admit_policy *p)
 	while ((n = p->seg[ADMIT_SEG_PROBATION].prev) !=
 	       &p->seg[ADMIT_SEG_PROBATION]) {
 		take(p, n);
-		n->seg = ADMIT_SEG_PROTECTED;
+		set_seg(n, ADMIT_SEG_PROTECTED);
 		p->weight[ADMIT_SEG_PROTECTED] += weight_of(p, n);
 		p->count[ADMIT_SEG_PROTECTED]++;
+		update_quiet(p, ADMIT_SEG_PROTECTED);
 		push_mru(h->next, n);   /* before the LRU end: the new bottom */
 	}
 	while ((n = lru_of(p, ADMIT_SEG_WINDOW)))
@@ -271,6 +334,7 @@ admit_policy_configure(struct admit_policy *p, const struct admit_policy_config 
 
 	p->cfg = *cfg;
 	set_bounds(p);
+	update_quiet_all(p);
 	demote_protected_overflow(p);
 	if (is_lirs(p)) {
 		to_lirs(p);
@@ -333,13 +397,15 @@ admit_policy_insert(struct admit_policy *p, struct admit_policy_node *n)
 static void
 lirs_hit(struct admit_policy *p, struct admit_policy_node *n)
 {
-	bool in_s = n->seg == ADMIT_SEG_PROTECTED || in_stack(p, n->stamp) ||
+	unsigned seg = admit_policy_seg_of(n);
+	bool in_s = seg == ADMIT_SEG_PROTECTED ||
+	            in_stack(p, admit_policy_stamp_of(n)) ||
 	            p->weight[ADMIT_SEG_PROTECTED] + weight_of(p, n) <=
 	            p->protected_max;
 	enum admit_policy_seg k = in_s ? ADMIT_SEG_PROTECTED : ADMIT_SEG_PROBATION;
 
 	stamp(p, n);
-	if (n->seg == k)
+	if (seg == k)
 		touch(p, n);
 	else
 		move(p, n, k);
@@ -349,13 +415,15 @@ lirs_hit(struct admit_policy *p, struct admit_policy_node *n)
 void
 admit_policy_hit(struct admit_policy *p, struct admit_policy_node *n)
 {
+	if (admit_policy_quiet(p, n))
+		return;
 	if (is_lirs(p)) {
 		lirs_hit(p, n);
 		debug_check(p);
 		return;
 	}
 	stamp(p, n);
-	if (n->seg == ADMIT_SEG_PROBATION && p->protected_max > 0) {
+	if (admit_policy_seg_of(n) == ADMIT_SEG_PROBATION && p->protected_max > 0) {
 		move(p, n, ADMIT_SEG_PROTECTED);
 		demote_protected_overflow(p);
 	} else {
@@ -370,12 +438,12 @@ void
 admit_policy_replace(struct admit_policy *p, struct admit_policy_node *old,
                      struct admit_policy_node *n)
 {
-	enum admit_policy_seg k = (enum admit_policy_seg)old->seg;
+	enum admit_policy_seg k = (enum admit_policy_seg)admit_policy_seg_of(old);
 
 	p->weight[k] -= weight_of(p, old);
 	p->weight[k] += weight_of(p, n);
-	n->seg = (uint8_t)k;
-	n->stamp = old->stamp;
+	set_seg(n, k);
+	set_stamp(n, admit_policy_stamp_of(old));
 	n->prev = old->prev;
 	n->next = old->next;
 	n->prev->next = n;
@@ -467,7 +535,7 @@ admit_policy_check(const struct admit_policy *p)
 				why = "broken links";
 				break;
 			}
-			if (n->seg != k) {
+			if (admit_policy_seg_of(n) != (unsigned)k) {
 				why = "entry on another segment's list";
 				break;
 			}

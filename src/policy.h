@@ -26,6 +26,7 @@
 #ifndef ADMIT_POLICY_H
 #define ADMIT_POLICY_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -37,14 +38,41 @@ enum admit_policy_seg {
 };
 
 /* Links of a circular list through a sentinel; next goes towards MRU.
- * stamp fills the padding after seg: the node stays 24 bytes. */
+ * stamp fills the padding after seg: the node stays 24 bytes.  seg and
+ * stamp are atomics because a reader that holds no lock tests them
+ * (admit_policy_quiet); only the policy's owner writes them. */
 struct admit_policy_node {
 	struct admit_policy_node *prev, *next;
-	uint8_t seg;                    /* enum admit_policy_seg */
-	uint32_t stamp;                 /* the policy's clock at the last
-	                                 * access: the node's place in LIRS's
-	                                 * stack S */
+	_Atomic uint8_t seg;            /* enum admit_policy_seg */
+	_Atomic uint32_t stamp;         /* the policy's clock at the last
+	                                 * access that moved the node: its
+	                                 * place in LIRS's stack S */
 };
+
+/* The node's segment and stamp.  relaxed: the owner's own accesses are
+ * ordered by its lock; a reader's test needs no order (a stale value
+ * makes one hit quiet or not, never an unsafe access). */
+static inline unsigned
+admit_policy_seg_of(const struct admit_policy_node *n)
+{
+	return atomic_load_explicit(&n->seg, memory_order_relaxed);
+}
+
+static inline uint32_t
+admit_policy_stamp_of(const struct admit_policy_node *n)
+{
+	/* relaxed: as admit_policy_seg_of(). */
+	return atomic_load_explicit(&n->stamp, memory_order_relaxed);
+}
+
+/* Sets a node that is not yet in a policy (nor visible to a reader's
+ * test) to a segment and stamp no hit is quiet on. */
+static inline void
+admit_policy_node_init(struct admit_policy_node *n)
+{
+	atomic_init(&n->seg, ADMIT_SEG_PROBATION);
+	atomic_init(&n->stamp, 0);
+}
 
 /* The families.  In LIRS, protected holds the LIR blocks in stack order
  * (LRU end: the bottom of S), probation is the queue Q of resident HIR
@@ -86,6 +114,9 @@ struct admit_policy_config {
 	bool admission;
 	bool steady;
 	uint8_t family;                 /* enum admit_policy_family */
+	bool exact;                     /* every hit moves its entry: no
+	                                 * quiet hits (plain LRU's exact
+	                                 * order) */
 };
 
 /* LIRS's share of the capacity for resident HIR blocks, in percent: the
@@ -105,11 +136,20 @@ struct admit_policy {
 	bool unit_weight;               /* every weight is 1: ops->weight
 	                                 * is not called (the common case) */
 	uint64_t admitted, rejected, evicted;
-	uint32_t clock;                 /* accesses, for the stamps */
+	_Atomic uint32_t clock;         /* accesses that moved a node, for
+	                                 * the stamps */
+	/* Per segment (the fourth: none), how recent a stamp makes a hit
+	 * quiet (admit_policy_quiet): the segment's entries >>
+	 * ADMIT_POLICY_QUIET_SHIFT, or 0 where no hit is quiet.  Written by
+	 * the owner when it changes, read by lock-free readers. */
+	_Atomic uint32_t quiet[ADMIT_SEG_COUNT + 1];
 	uint64_t *ghost;                /* (hash >> 32) << 32 | stamp, by
 	                                 * hash; NULL: no ghosts */
 	uint64_t ghost_mask;
 };
+
+/* admit_policy_quiet masks a segment into quiet[] with ADMIT_SEG_COUNT. */
+_Static_assert(ADMIT_SEG_COUNT == 3, "quiet[] has a slot per mask value");
 
 /* Sets p up empty with capacity max_weight and configuration cfg.  With
  * unit_weight every entry weighs 1 and ops->weight may be NULL. */
@@ -143,8 +183,39 @@ void admit_policy_configure(struct admit_policy *p,
  * may drop n itself). */
 void admit_policy_insert(struct admit_policy *p, struct admit_policy_node *n);
 
-/* A hit on n: to the MRU end of its segment; from probation to protected
- * (when protected has room in its bounds), protected's surplus demoted. */
+/* A quiet hit is one on an entry near its list's MRU end, where a hit
+ * would only move it to that end: it changes nothing, so that the hits on
+ * a hot entry cost no list writes (memcached's ITEM_UPDATE_INTERVAL and
+ * CacheLib's lruRefreshTime, by position rather than time).  Near: fewer
+ * than its list's entries >> ADMIT_POLICY_QUIET_SHIFT accesses stamped
+ * since its own, which bounds how many entries went ahead of it.  The
+ * lists where a hit only moves its entry: the window and protected in
+ * W-TinyLFU, probation too when protected is empty (LRU + TinyLFU); a
+ * probation hit is a promotion and never quiet.  LIRS has none: quiet LIR
+ * hits cost the adaptive policy half a point on scan-hot, where it runs
+ * LIRS (doc/design.md, "Quiet hits", has the measurements). */
+#define ADMIT_POLICY_QUIET_SHIFT 2
+
+/* Whether a hit on n would be quiet.  Safe without the owner's lock, on
+ * a node in p or one that left it (the answer then is a guess). */
+static inline bool
+admit_policy_quiet(const struct admit_policy *p,
+                   const struct admit_policy_node *n)
+{
+	/* relaxed: a guess is enough (admit_policy_seg_of); the owner's
+	 * own calls are ordered by its lock. */
+	uint32_t span = atomic_load_explicit(&p->quiet[admit_policy_seg_of(n) &
+	                                               ADMIT_SEG_COUNT],
+	                                     memory_order_relaxed);
+	/* relaxed: as above. */
+	uint32_t now = atomic_load_explicit(&p->clock, memory_order_relaxed);
+
+	return (uint32_t)(now - admit_policy_stamp_of(n)) < span;
+}
+
+/* A hit on n: nothing if quiet (admit_policy_quiet); else to the MRU end
+ * of its segment; from probation to protected (when protected has room
+ * in its bounds), protected's surplus demoted. */
 void admit_policy_hit(struct admit_policy *p, struct admit_policy_node *n);
 
 /* n (not in the policy) takes old's place in old's list; old leaves the

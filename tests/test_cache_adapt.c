@@ -35,11 +35,13 @@ START_TEST(test_watch_and_record)
 	ck_assert(admit_adapt_caller_records(a, h));
 	ck_assert(!admit_adapt_watches(NULL, h));
 	ck_assert_uint_eq(a->ops->current(a), ADMIT_MINISIM_START);
-	a->ops->on_get(a, h, false);
+	a->ops->on_get(a, h, false, false);
 	ck_assert_uint_eq(admit_tinylfu_estimate_hash(t, h), 0);
 	a->ops->on_set(a, h, 1);
 	ck_assert_uint_eq(admit_tinylfu_estimate_hash(t, h), 1);
-	a->ops->on_get(a, h, true);
+	a->ops->on_get(a, h, true, true);
+	ck_assert_uint_eq(admit_tinylfu_estimate_hash(t, h), 2);
+	a->ops->on_get(a, h, true, false);  /* a quiet hit: no record */
 	ck_assert_uint_eq(admit_tinylfu_estimate_hash(t, h), 2);
 	a->ops->on_compute(a, h, true);  /* the sample only */
 	ck_assert_uint_eq(admit_tinylfu_estimate_hash(t, h), 2);
@@ -75,7 +77,7 @@ request(struct admit_adapt *a, struct admit_tinylfu *t, uint64_t k, bool *in)
 {
 	uint64_t h = admit_tinylfu_hash(t, KEY(k));
 
-	a->ops->on_get(a, h, in[k]);
+	a->ops->on_get(a, h, in[k], in[k]);
 	if (!in[k]) {
 		a->ops->on_set(a, h, 1);
 		in[k] = true;

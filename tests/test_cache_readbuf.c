@@ -3,8 +3,8 @@
  * holds ADMIT_READBUF_SLOTS events and refuses the next, cues a drain each
  * half ring, gives them back in order (a ring's drain only its own), marks
  * and heads agree, concurrent producers (owners and sharers of rings) lose
- * no event and keep each one's order, and each owned ring has one owner at
- * a time.
+ * no event and keep each one's order, each owned ring has one owner at a
+ * time, and the counters of reads that queue nothing lose no count.
  */
 #include <check.h>
 #include <pthread.h>
@@ -210,6 +210,40 @@ START_TEST(test_owners)
 }
 END_TEST
 
+/* Reads counted instead of queued: each counter sums every thread's
+ * counts, owners' (plain stores) and sharers' (atomic adds) alike, with
+ * more threads than owned rings. */
+enum { COUNTERS = ADMIT_READBUF_OWNED + 3, COUNTS = 20000 };
+
+static void *
+counter(void *arg)
+{
+	for (int i = 0; i < COUNTS; i++) {
+		admit_readbuf_count(arg, 0);
+		admit_readbuf_count(arg, 1);
+		admit_readbuf_count(arg, 1);
+	}
+	return NULL;
+}
+
+START_TEST(test_counted)
+{
+	struct admit_readbuf *b = admit_table_alloc(sizeof(*b));
+	pthread_t t[COUNTERS];
+
+	admit_readbuf_init(b);
+	ck_assert_uint_eq(admit_readbuf_counted(b, 0), 0);
+	for (int i = 0; i < COUNTERS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, counter, b), 0);
+	for (int i = 0; i < COUNTERS; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_uint_eq(admit_readbuf_counted(b, 0), (uint64_t)COUNTERS * COUNTS);
+	ck_assert_uint_eq(admit_readbuf_counted(b, 1),
+	                  (uint64_t)COUNTERS * COUNTS * 2);
+	admit_table_free(b, sizeof(*b));
+}
+END_TEST
+
 int
 main(void)
 {
@@ -220,6 +254,7 @@ main(void)
 	tcase_add_test(tc, test_drain_ring);
 	tcase_add_test(tc, test_producers);
 	tcase_add_test(tc, test_owners);
+	tcase_add_test(tc, test_counted);
 	suite_add_tcase(s, tc);
 	return test_run(srunner_create(s));
 }

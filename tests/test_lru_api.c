@@ -407,7 +407,10 @@ END_TEST
 /* One access: a trace run with get-then-set-on-miss and the same trace run
  * with one compute per request (STORE when absent, KEEP or STORE of the same
  * value when present) leave the same counters and the same keys.  A second
- * frequency record or a second count per compute would change them. */
+ * frequency record or a second count per compute would change them.  The
+ * admission policies run at a capacity whose lists are too short for quiet
+ * hits (policy.h): whether a get's hit is quiet depends on how many reads
+ * its ring still holds, which a compute, draining first, never sees. */
 static enum admit_lru_verdict
 fill_or_touch(struct admit_lru_update *up, void *arg)
 {
@@ -428,9 +431,11 @@ START_TEST(test_compute_is_one_access)
 	static const enum admit_lru_policy pol[] = {
 		ADMIT_LRU_PLAIN, ADMIT_LRU_TINYLFU, ADMIT_LRU_WTINYLFU,
 	};
-	enum { CAP = 200, N = 60000 };
-	struct admit_lru *a = make(CAP, 0, pol[_i / 2], 1);
-	struct admit_lru *b = make(CAP, 0, pol[_i / 2], 1);
+	enum { N = 60000 };
+	bool plain = pol[_i / 2] == ADMIT_LRU_PLAIN;
+	unsigned cap = plain ? 200 : 3, span = plain ? 2000 : 10;
+	struct admit_lru *a = make(cap, 0, pol[_i / 2], 1);
+	struct admit_lru *b = make(cap, 0, pol[_i / 2], 1);
 	bool rewrite = _i % 2;
 	struct admit_lru_stats sa, sb;
 	struct prng rng = { 88172645463325252ull };
@@ -439,7 +444,7 @@ START_TEST(test_compute_is_one_access)
 
 	for (int i = 0; i < N; i++) {
 		uint64_t x = prng_next(&rng);
-		uint64_t k = (x >> 8) % (1 + (x >> 40) % 2000);  /* skewed */
+		uint64_t k = (x >> 8) % (1 + (x >> 40) % span);  /* skewed */
 		if (admit_lru_get(a, KEY(k), buf, sizeof(buf), &vlen) == ADMIT_NOTFOUND)
 			admit_lru_set(a, KEY(k), "v", 1);
 		admit_lru_compute(b, KEY(k), fill_or_touch, &rewrite);

@@ -96,7 +96,8 @@ static struct owner *
 owner_new(uint64_t max, unsigned window, unsigned prot, bool admission)
 {
 	struct owner *o = calloc(1, sizeof(*o));
-	struct admit_policy_config cfg = { window, prot, admission, false, 0 };
+	struct admit_policy_config cfg = { window, prot, admission, false, 0,
+	                                   true };
 
 	ck_assert_ptr_nonnull(o);
 	o->max = max;
@@ -229,8 +230,8 @@ END_TEST
 START_TEST(test_configure)
 {
 	struct owner *o = owner_new(100, 1, 80, true);
-	struct admit_policy_config wide = { 50, 80, true, false, 0 },
-	                           narrow = { 0, 80, true, false, 0 };
+	struct admit_policy_config wide = { 50, 80, true, false, 0, true },
+	                           narrow = { 0, 80, true, false, 0, true };
 
 	for (unsigned i = 0; i < 100; i++)
 		put(o, i);
@@ -303,6 +304,7 @@ START_TEST(test_random)
 				(r >> 40) & 1, false,
 				(r >> 41) % 3 == 0 ? ADMIT_POLICY_LIRS
 				                   : ADMIT_POLICY_WTINYLFU,
+				(r >> 44) & 1,
 			};
 
 			admit_policy_configure(&o->p, &cfg);
@@ -330,7 +332,7 @@ START_TEST(test_lirs_loop)
 {
 	struct owner *o = owner_new(100, 0, 0, false);
 	struct admit_policy_config lirs = { 0, 0, false, false,
-	                                    ADMIT_POLICY_LIRS };
+	                                    ADMIT_POLICY_LIRS, true };
 	unsigned hits = 0;
 
 	admit_policy_configure(&o->p, &lirs);
@@ -356,8 +358,8 @@ START_TEST(test_family_switch_keeps)
 {
 	struct owner *o = owner_new(100, 20, 80, true);
 	struct admit_policy_config lirs = { 0, 0, false, false,
-	                                    ADMIT_POLICY_LIRS },
-	                           wt = { 1, 80, true, false, 0 };
+	                                    ADMIT_POLICY_LIRS, true },
+	                           wt = { 1, 80, true, false, 0, true };
 
 	for (unsigned k = 0; k < 100; k++)
 		put(o, k);
@@ -374,6 +376,65 @@ START_TEST(test_family_switch_keeps)
 	ck_assert_uint_eq(o->ndropped, 0);
 	ck_assert_uint_eq(admit_policy_weight(&o->p), 100);
 	ck_assert_uint_eq(o->p.weight[ADMIT_SEG_WINDOW], 1);
+	ck_assert(admit_policy_check(&o->p));
+	owner_free(o);
+}
+END_TEST
+
+/* Quiet hits (policy.h): a hit on one of the entries stamped within the
+ * last count >> ADMIT_POLICY_QUIET_SHIFT accesses of a list where a hit
+ * only moves changes nothing; an older one moves; a probation hit that
+ * promotes is never quiet; an exact configuration and LIRS have none. */
+START_TEST(test_quiet_hits)
+{
+	struct owner *o = owner_new(16, 100, 0, false);
+	struct admit_policy_config loose = { 100, 0, false, false, 0, false },
+	                           wt = { 20, 80, true, false, 0, false },
+	                           lirs = { 0, 0, false, false, ADMIT_POLICY_LIRS,
+	                                    false };
+	unsigned order[16], before[16], n, span = 16 >> ADMIT_POLICY_QUIET_SHIFT;
+
+	for (unsigned i = 0; i < 16; i++)
+		put(o, i);
+	/* Exact (owner_new's): the newest entry's hit moves nothing visible
+	 * but is not quiet. */
+	ck_assert(!admit_policy_quiet(&o->p, &o->node[15].n));
+	admit_policy_configure(&o->p, &loose);
+	ck_assert_uint_ge(span, 1);
+	ck_assert_uint_lt(span, 16);
+	ck_assert(admit_policy_quiet(&o->p, &o->node[15].n));
+	ck_assert(admit_policy_quiet(&o->p, &o->node[16 - span].n));
+	ck_assert(!admit_policy_quiet(&o->p, &o->node[15 - span].n));
+	seg_list(o, ADMIT_SEG_WINDOW, before);
+	admit_policy_hit(&o->p, &o->node[16 - span].n);  /* quiet: no move */
+	n = seg_list(o, ADMIT_SEG_WINDOW, order);
+	ck_assert_uint_eq(n, 16);
+	ck_assert_mem_eq(order, before, sizeof(order));
+	admit_policy_hit(&o->p, &o->node[0].n);      /* old: to the MRU end */
+	seg_list(o, ADMIT_SEG_WINDOW, order);
+	ck_assert_uint_eq(order[15], 0);
+	ck_assert_uint_eq(order[14], 15);
+	ck_assert(admit_policy_quiet(&o->p, &o->node[0].n));
+	ck_assert(!admit_policy_quiet(&o->p, &o->node[16 - span].n));  /* one more */
+	/* W-TinyLFU: probation's entries promote on a hit, never quiet;
+	 * protected's newest are. */
+	admit_policy_configure(&o->p, &wt);
+	ck_assert_uint_gt(o->p.count[ADMIT_SEG_PROBATION], 0);
+	for (unsigned i = 0; i < 16; i++)
+		if (admit_policy_seg_of(&o->node[i].n) == ADMIT_SEG_PROBATION)
+			ck_assert(!admit_policy_quiet(&o->p, &o->node[i].n));
+	for (unsigned i = 0; i < 16; i++)
+		if (admit_policy_seg_of(&o->node[i].n) == ADMIT_SEG_PROBATION)
+			admit_policy_hit(&o->p, &o->node[i].n);
+	ck_assert_uint_gt(o->p.count[ADMIT_SEG_PROTECTED] >>
+	                  ADMIT_POLICY_QUIET_SHIFT, 0);
+	n = seg_list(o, ADMIT_SEG_PROTECTED, order);
+	ck_assert(admit_policy_quiet(&o->p, &o->node[order[n - 1]].n));
+	ck_assert(!admit_policy_quiet(&o->p, &o->node[order[0]].n));
+	/* LIRS: no hit is quiet, not even the newest LIR block's. */
+	admit_policy_configure(&o->p, &lirs);
+	for (unsigned i = 0; i < 16; i++)
+		ck_assert(!admit_policy_quiet(&o->p, &o->node[i].n));
 	ck_assert(admit_policy_check(&o->p));
 	owner_free(o);
 }
@@ -408,6 +469,7 @@ main(void)
 	tcase_add_test(tc, test_random);
 	tcase_add_test(tc, test_lirs_loop);
 	tcase_add_test(tc, test_family_switch_keeps);
+	tcase_add_test(tc, test_quiet_hits);
 #if ADMIT_DEBUG
 	tcase_add_test_raise_signal(tc, test_check_catches, SIGABRT);
 #else

@@ -36,24 +36,35 @@
  * mutex over its lists and counters.  set, delete and stats take the key's
  * shard mutex (stats visits the shards one after another); no call takes a
  * lock shared by all shards.  A get takes no shard mutex in the common case:
- * it finds the key through an RCU-protected index (liburcu, urcu-bp flavour),
- * copies the value out, and queues the access in a small per-shard buffer
- * that the next caller holding the shard mutex applies, in order, to the
- * LRU order and the counters.  A get takes the
+ * it finds the key through an RCU-protected index (liburcu, urcu-bp
+ * flavour), copies the value out, and, unless the hit is quiet (below),
+ * queues the access in a small per-shard buffer that the next caller holding
+ * the shard mutex applies, in order, to the LRU order and the counters.  A
+ * quiet hit is one on an entry already near the most recently used end of
+ * its list (among the quarter of its segment's entries moved last, in a
+ * segment where a hit only moves its entry to that end): it writes nothing
+ * the other threads read, moves nothing and records no frequency, and is
+ * only counted, in a counter of the calling thread's (as memcached moves an
+ * item at most once a minute and CacheLib once per lruRefreshTime; here the
+ * interval is a position, not a time).  A miss is only counted too.
+ * ADMIT_LRU_PLAIN and ADMIT_LRU_WTINYLFU have no quiet hits (they keep exact
+ * order), nor has ADMIT_LRU_ADAPTIVE while it runs LIRS.  A get takes the
  * mutex only when that buffer is full (to empty it) or when it meets a grow
  * of the shard's index (caches bounded by bytes alone); otherwise it never
- * waits for a set of the same shard.  One thread alone sees exactly the
- * results of a fully locked cache.  ADMIT_LRU_ADAPTIVE's simulation is
- * shared by all shards behind a mutex of its own that a get or set only
- * tries (a sampled request that finds it busy is not simulated), and the
- * configuration it picks is applied by each shard under its own mutex.
- * The TinyLFU frequency sketch is shared:
- * its doorkeeper is lock-free, its frequency store lock-striped.  A hit is
- * recorded in it by whichever thread next drains the shard's buffer of
- * accesses, under the shard mutex (BP-Wrapper), not by the get; only a hit
- * of a key ADMIT_LRU_ADAPTIVE's simulation samples (every key below 2048
- * entries, about 2048 keys' worth above) is recorded by the get itself
- * (doc/design.md §7).
+ * waits for a set of the same shard.  One thread alone sees the same results
+ * in every run (whether a hit is quiet depends on the order the shard has
+ * applied, which may lag the thread's own reads by up to a buffer; without
+ * quiet hits, exactly the results of a fully locked cache).
+ * ADMIT_LRU_ADAPTIVE's simulation is shared by all shards behind a mutex of
+ * its own that a get or set only tries (a sampled request that finds it busy
+ * is not simulated), and the configuration it picks is applied by each shard
+ * under its own mutex.  The TinyLFU frequency sketch is shared: its
+ * doorkeeper is lock-free, its frequency store lock-striped.  A hit that is
+ * not quiet is recorded in it by whichever thread next drains the shard's
+ * buffer of accesses, under the shard mutex (BP-Wrapper), not by the get;
+ * only such a hit of a key ADMIT_LRU_ADAPTIVE's simulation samples (every
+ * key below 2048 entries, about 2048 keys' worth above) is recorded by the
+ * get itself (doc/design.md §7).
  *
  * Memory: a replaced, deleted or evicted entry is freed only after an RCU
  * grace period (no get can still be reading it), in batches, by a later call
@@ -242,15 +253,16 @@ size_t admit_lru_entry_charge(size_t klen, size_t vlen);
 
 /*
  * Looks key up.  When found, its value is copied into buf and *vlen is set to
- * its length; the hit is counted, the key is marked recently used and its
- * frequency recorded.  When the value is longer than bufsize, nothing is
- * copied, nothing is counted or moved, *vlen is set to the length needed and
+ * its length; the hit is counted and, unless it is quiet (above), the key is
+ * marked recently used and its frequency recorded.  When the value is longer
+ * than bufsize, nothing is copied, nothing is counted or moved, *vlen is set
+ * to the length needed and
  * ADMIT_EBUFFER is returned: call again with a big enough buffer.  buf may
  * be NULL when bufsize is 0 (a way to ask for the length).
  * The value copied is the one a set stored, whole, even while another
- * thread replaces or deletes the key.  The hit or miss is counted, and the
- * entry moved, when the shard's buffer of accesses is next applied, before
- * any later set, delete or stats sees the shard.
+ * thread replaces or deletes the key.  The hit or miss is counted at once or
+ * when the shard's buffer of accesses is next applied, and the entry
+ * moved then, before any later set, delete or stats sees the shard.
  * Errors: ADMIT_NOTFOUND (a miss, counted; record the key's frequency by
  * calling admit_lru_set when you fetch it), ADMIT_EBUFFER (buffer too
  * small), ADMIT_EINVAL (c or vlen NULL, key NULL with klen > 0, buf NULL with
@@ -404,12 +416,13 @@ void *admit_lru_update_alloc(struct admit_lru_update *up, size_t vlen);
  * and what it decided; a get sees either the whole old value or the whole
  * new one (as for admit_lru_set).  Increment, compare-and-set, append and
  * add-if-absent are each one call.
- * It is one access: a hit when the key was present (counted, the entry made
- * most recently used, and TinyLFU records its frequency once, whatever the
- * verdict), a miss when it was absent (counted; a stored new key is then
- * recorded once and enters as admit_lru_set's would, which admission may
- * turn away, unless the verdict is ADMIT_LRU_STORE_FORCE: then the entry
- * wins every admission contest, and older entries are evicted to make
+ * It is one access: a hit when the key was present (counted and, unless
+ * quiet as a get's hit may be, the entry made most recently used and its
+ * frequency recorded once, whatever the verdict), a miss when it was absent
+ * (counted; a stored new key is then recorded once and enters as
+ * admit_lru_set's would, which admission may turn away, unless the verdict
+ * is ADMIT_LRU_STORE_FORCE: then the entry wins every admission contest, and
+ * older entries are evicted to make
  * room for it).
  * fn runs once, in the calling thread, holding the shard mutex: it must be
  * short, must not block, and must not call any admit_lru function on this

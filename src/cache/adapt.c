@@ -84,10 +84,10 @@ sample(struct sim *s, uint64_t h, uint64_t w, bool recorded, int hit)
 }
 
 static void
-on_get(struct admit_adapt *a, uint64_t h, bool hit)
+on_get(struct admit_adapt *a, uint64_t h, bool hit, bool recorded)
 {
-	sample(sim_of(a), h, 0, hit, hit);
-	if (hit)
+	sample(sim_of(a), h, 0, recorded, hit);
+	if (recorded)
 		admit_tinylfu_record_hash(a->tlfu, h);
 }
 

@@ -36,9 +36,11 @@
 struct admit_adapt;
 
 struct admit_adapt_ops {
-	/* A get of watched key h: counted in the simulation, then, for a
-	 * hit, recorded in the cache's sketch. */
-	void (*on_get)(struct admit_adapt *a, uint64_t h, bool hit);
+	/* A get of watched key h: counted in the simulation, then, if
+	 * recorded (a hit that was not quiet: policy.h), recorded in the
+	 * cache's sketch, and the simulation's sketches likewise. */
+	void (*on_get)(struct admit_adapt *a, uint64_t h, bool hit,
+	               bool recorded);
 	/* A set of watched key h of weight w, before the shard's contest:
 	 * recorded in the cache's sketch, then counted in the simulation. */
 	void (*on_set)(struct admit_adapt *a, uint64_t h, uint64_t w);

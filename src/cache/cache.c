@@ -175,7 +175,7 @@ read_path(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	enum admit_status st = ADMIT_NOTFOUND;
 	_Atomic unsigned long *r = admit_rcu_read_begin();
 	struct entry *e = shard_lookup(s, h, key, klen);
-	bool watched;
+	bool watched, quiet;
 
 	if (e && admit_expiry_expired(&c->clock, e))
 		e = NULL;
@@ -188,12 +188,21 @@ read_path(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	/* Whether the adaptation watches h: a hit's entry holds the answer
 	 * (caller_records: the watched keys are those whose records are
 	 * the caller's, adapt.h), read before the section ends; a miss
-	 * asks. */
+	 * asks.  A quiet hit (policy.h) queues nothing: the entry stays
+	 * where it is and the hit is neither moved nor recorded, only
+	 * counted; a miss is only counted too (its TinyLFU record is the
+	 * set's that follows it). */
 	watched = e && e->caller_records;
-	shard_note_access(s, e);
+	quiet = e && admit_policy_quiet(&s->pol, &e->node);
+	if (!e)
+		shard_note_miss(s);
+	else if (quiet)
+		shard_note_quiet(s);
+	else
+		shard_note_access(s, e);
 	admit_rcu_read_end(r);
 	if (e ? watched : admit_adapt_watches(c->adapt, h))
-		c->adapt->ops->on_get(c->adapt, h, e != NULL);
+		c->adapt->ops->on_get(c->adapt, h, e != NULL, e && !quiet);
 	return st;
 }
 
@@ -524,7 +533,7 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	struct entry *old;
 	enum admit_lru_verdict v;
 	enum admit_status st = ADMIT_OK;
-	bool stored, recorded, force;
+	bool stored, recorded, force, quiet;
 
 	if (!c || !fn || !admit_key_ok(key, klen))
 		return ADMIT_EINVAL;
@@ -535,6 +544,7 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 
 	shard_lock(s);
 	old = shard_find_live_locked(s, h, key, klen, &p);
+	quiet = old && admit_policy_quiet(&s->pol, &old->node);
 	u.up.found = old != NULL;
 	u.up.old = old && old->vlen ? admit_entry_value(old) : NULL;
 	u.up.old_len = old ? old->vlen : 0;
@@ -553,10 +563,10 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	stored = v == ADMIT_LRU_STORE && u.st == ADMIT_OK;
 	/* One access, whatever the verdict: one count, one record, in the
 	 * order of a get then a set (a miss is counted before the insertion,
-	 * a hit after its move). */
+	 * a hit after its move); a quiet hit, as a get's, is not recorded. */
 	if (!old)
 		s->st.misses++;
-	recorded = old || stored;
+	recorded = old ? !quiet : stored;
 	if (recorded)
 		shard_record_locked(s, h, old);
 	if (stored) {

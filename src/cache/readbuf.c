@@ -18,6 +18,8 @@ admit_readbuf_init(struct admit_readbuf *b)
 {
 	for (unsigned r = 0; r < ADMIT_READBUF_RINGS; r++) {
 		atomic_init(&b->ring[r].tail, 0);
+		for (unsigned i = 0; i < ADMIT_READBUF_COUNTERS; i++)
+			atomic_init(&b->ring[r].counted[i], 0);
 		b->ring[r].head = 0;
 		for (uint64_t k = 0; k < ADMIT_READBUF_SLOTS; k++) {
 			atomic_init(&b->ring[r].slot[k].seq, k);
@@ -165,4 +167,17 @@ admit_readbuf_passed(const struct admit_readbuf *b,
 		if (b->ring[k].head < m->pos[k])
 			return false;
 	return true;
+}
+
+uint64_t
+admit_readbuf_counted(const struct admit_readbuf *b, unsigned i)
+{
+	uint64_t n = 0;
+
+	/* relaxed: a sum of counters; the caller orders the counts it
+	 * must see (a thread its own, a join another's). */
+	for (unsigned k = 0; k < ADMIT_READBUF_RINGS; k++)
+		n += atomic_load_explicit(&b->ring[k].counted[i],
+		                          memory_order_relaxed);
+	return n;
 }

@@ -39,6 +39,10 @@
 #define ADMIT_READBUF_OWNED 4
 #define ADMIT_READBUF_RINGS (ADMIT_READBUF_OWNED + 1)
 
+/* Counters of reads that queue no event, per ring: the owner's choice of
+ * what each counts (admit_lru: quiet hits, misses). */
+#define ADMIT_READBUF_COUNTERS 2
+
 /* seq is the slot's turn: pos when free for the push at ring position pos,
  * pos + 1 once that push is written, pos + ADMIT_READBUF_SLOTS once
  * taken. */
@@ -49,6 +53,9 @@ struct admit_readbuf_slot {
 
 struct admit_readbuf_ring {
 	alignas(ADMIT_CACHELINE) _Atomic uint64_t tail;  /* next position to push */
+	_Atomic uint64_t counted[ADMIT_READBUF_COUNTERS];  /* reads
+	                                 * counted, not queued: the pushers'
+	                                 * (admit_readbuf_count) */
 	alignas(ADMIT_CACHELINE) uint64_t head;          /* next to take; the
 	                                                  * consumer's */
 	alignas(ADMIT_CACHELINE) struct admit_readbuf_slot slot[ADMIT_READBUF_SLOTS];
@@ -169,6 +176,27 @@ admit_readbuf_push_mine(struct admit_readbuf *b, uintptr_t ev)
 		return admit_readbuf_push_owner(&b->ring[k - 1], ev);
 	return admit_readbuf_push(&b->ring[k - 1], ev);
 }
+
+/* Counts a read that queues no event in counter i of this thread's ring
+ * of b, on the line its pushes write anyway. */
+static inline void
+admit_readbuf_count(struct admit_readbuf *b, unsigned i)
+{
+	unsigned k = admit_readbuf_my_index();
+	_Atomic uint64_t *n = &b->ring[k - 1].counted[i];
+
+	if (__builtin_expect(k <= ADMIT_READBUF_OWNED, 1))
+		/* relaxed, and no locked instruction: only the ring's owner
+		 * writes it; its readers want a sum, not an order. */
+		atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1,
+		                      memory_order_relaxed);
+	else
+		/* relaxed: as above, on the ring every other thread counts on. */
+		atomic_fetch_add_explicit(n, 1, memory_order_relaxed);
+}
+
+/* The sum of counter i over b's rings.  Any thread. */
+uint64_t admit_readbuf_counted(const struct admit_readbuf *b, unsigned i);
 
 /* Whether the push that ended at ring position end (its return) filled
  * another half ring: the cue for its pusher to try draining (by trylock),

@@ -9,10 +9,11 @@
  * published by the index (index.h), and an entry is freed only when no
  * reader or buffered event can name it (reclaim.h).
  *
- * One thread sees the state changes of the fully locked cache, in its
- * order: no read's event is dropped (a full ring makes its read apply the
- * event itself, after a drain), and one thread's events are in one ring,
- * drained in order before any locked operation of the shard.  The drain
+ * No read's event is dropped (a full ring makes its read apply the event
+ * itself, after a drain), and one thread's events are in one ring,
+ * drained in order before any locked operation of the shard.  A read
+ * whose hit is quiet (policy.h) queues none: it is counted, not moved or
+ * recorded, by the rule the policy core applies to every hit.  The drain
  * makes the hits' TinyLFU records (BP-Wrapper: one thread records a batch,
  * its sketch lines prefetched together, rather than every reader its own),
  * but for the keys the adaptation watches, whose records are their
@@ -37,9 +38,10 @@
 
 #define PROTECTED_PERCENT 80        /* protected share of main (Caffeine) */
 
-/* A buffered event: a read's hit (the entry), a read's miss (0), or, the
+/* A buffered event: a read's hit that was not quiet (the entry), or, the
  * entry's address | EV_RECORD, a hit a locked call applied itself whose
- * TinyLFU record waits its turn among the reads'. */
+ * TinyLFU record waits its turn among the reads'.  A read's miss and its
+ * quiet hit are only counted (shard_note_miss, shard_note_quiet). */
 #define EV_RECORD ((uintptr_t)1)
 _Static_assert(_Alignof(struct entry) > EV_RECORD, "EV_RECORD is a free bit");
 
@@ -87,7 +89,8 @@ apply_events(void *ctx, const uintptr_t *ev, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		struct entry *e = (struct entry *)(ev[i] & ~EV_RECORD);
 
-		if (e && !(ev[i] & EV_RECORD) && !e->dead) {
+		if (e && !(ev[i] & EV_RECORD) && !e->dead &&
+		    !admit_policy_quiet(&s->pol, &e->node)) {
 			__builtin_prefetch(e->node.prev, 1);
 			__builtin_prefetch(e->node.next, 1);
 		}
@@ -103,10 +106,6 @@ apply_events(void *ctx, const uintptr_t *ev, size_t n)
 
 		if (ev[i] & EV_RECORD)
 			continue;
-		if (!e) {
-			s->st.misses++;
-			continue;
-		}
 		if (!e->dead)
 			admit_policy_hit(&s->pol, &e->node);
 		s->st.hits++;
@@ -287,8 +286,8 @@ shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
 void
 shard_stats_locked(struct shard *s, struct admit_lru_stats *sum)
 {
-	sum->hits += s->st.hits;
-	sum->misses += s->st.misses;
+	sum->hits += s->st.hits + admit_readbuf_counted(&s->rb, SHARD_QUIET_HITS);
+	sum->misses += s->st.misses + admit_readbuf_counted(&s->rb, SHARD_MISSES);
 	sum->admitted += s->pol.admitted;
 	sum->rejected += s->pol.rejected;
 	sum->evicted += s->pol.evicted;
@@ -312,6 +311,7 @@ shard_entry_new(const struct admit_lru *c, uint64_t h, const void *key,
 		admit_free(e);
 		return NULL;
 	}
+	admit_policy_node_init(&e->node);
 	e->hash = h;
 	e->place = c->tlfu ? tinylfu_place_of(c->tlfu, h)
 	                   : (struct tinylfu_place){ 0 };
@@ -392,15 +392,17 @@ start_config(enum admit_lru_policy policy, unsigned window_percent)
 {
 	switch (policy) {
 	case ADMIT_LRU_PLAIN:
-		return (struct admit_policy_config){ 100, 0, false, false, 0 };
+		return (struct admit_policy_config){ 100, 0, false, false, 0, true };
 	case ADMIT_LRU_TINYLFU:
-		return (struct admit_policy_config){ 0, 0, true, false, 0 };
+		return (struct admit_policy_config){ 0, 0, true, false, 0, false };
 	case ADMIT_LRU_ADAPTIVE:
 		return admit_minisim_configs[ADMIT_MINISIM_START];
 	default:
+		/* Exact (no quiet hits): the reference the adaptive
+		 * policy is held to (doc/design.md, "Quiet hits"). */
 		return (struct admit_policy_config){ window_percent,
 		                                     PROTECTED_PERCENT, true, false,
-		                                     ADMIT_POLICY_WTINYLFU };
+		                                     ADMIT_POLICY_WTINYLFU, true };
 	}
 }
 

@@ -14,7 +14,8 @@
  *
  * Maintenance (shard_lock, every locked path, as Caffeine's maintenance()):
  *   drain    the read buffer's events applied in order: a hit's move and
- *            count, a miss's count, and the hits' TinyLFU records;
+ *            count and the hits' TinyLFU records (a read's miss and quiet
+ *            hit are counted by the read: shard_note_miss/quiet);
  *   reclaim  the dead entries no reader or slot can name any more freed;
  *   adapt    the adaptation's current configuration applied if it changed;
  *   expire   the entries whose time has come removed;
@@ -169,7 +170,25 @@ shard_lookup(struct shard *s, uint64_t h, const void *key, size_t klen)
 	return e;
 }
 
-/* A read's access (e, or NULL for a miss) queued for the drain, or, when
+/* The read buffer's counters (readbuf.h): reads that queue nothing. */
+enum { SHARD_QUIET_HITS, SHARD_MISSES };
+_Static_assert(SHARD_MISSES < ADMIT_READBUF_COUNTERS, "a counter each");
+
+/* A read's quiet hit (policy.h): counted, on this thread's ring line. */
+static inline void
+shard_note_quiet(struct shard *s)
+{
+	admit_readbuf_count(&s->rb, SHARD_QUIET_HITS);
+}
+
+/* A read's miss: counted, as a quiet hit. */
+static inline void
+shard_note_miss(struct shard *s)
+{
+	admit_readbuf_count(&s->rb, SHARD_MISSES);
+}
+
+/* A read's hit on e (not quiet) queued for the drain, or, when
  * its ring is full, applied at once under the mutex: no access is ever
  * dropped.  Every half ring its reader runs the maintenance over its own
  * ring if the mutex is free (the holder drains otherwise), so the rings
