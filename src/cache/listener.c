@@ -27,7 +27,11 @@ shard_gone_locked(struct shard *s, struct entry *e, enum admit_lru_cause cause)
 	/* Dead now: a buffered read of e drained before it is retired must
 	 * not move it (shard.c's apply_events). */
 	e->dead = true;
-	e->node.seg = (uint8_t)cause;
+	/* relaxed: read back by the thread that takes the list, after the
+	 * mutex; a lock-free reader's quiet-hit test may read it too and
+	 * takes any value as a guess (policy.h). */
+	atomic_store_explicit(&e->node.seg, (uint8_t)cause,
+	                      memory_order_relaxed);
 	e->node.next = NULL;
 	if (g->tail)
 		g->tail->node.next = &e->node;
@@ -50,7 +54,8 @@ tell(const struct admit_lru *c, struct entry *e)
 	for (; e; e = next_gone(e))
 		c->listener(e->klen ? e->data : NULL, e->klen,
 		            e->vlen ? admit_entry_value(e) : NULL, e->vlen,
-		            (enum admit_lru_cause)e->node.seg, c->listener_arg);
+		            (enum admit_lru_cause)admit_policy_seg_of(&e->node),
+		            c->listener_arg);
 }
 
 void
