@@ -698,7 +698,7 @@ main(void)
 	srunner_add_suite(sr, snapshot_suite());
 	failed = test_run(sr);
 	/* The basic cases again on the lookups compiled without BMI2
-	 * (cuckoo.c): on x86-64 CPUs that have it, the first run took the
+	 * (cuckoo_ops.h): on x86-64 CPUs that have it, the first run took the
 	 * BMI2 copies. */
 	setenv("ADMIT_NO_BMI2", "1", 1);
 	sr = srunner_create(cuckoo_suite());
