@@ -315,6 +315,15 @@ admit_cuckoo_contains_many(const struct admit_cuckoo *f, size_t n,
 	f->ops->contains_many(f, n, keys, lens, out);
 }
 
+void
+admit_cuckoo_contains_many_u64(const struct admit_cuckoo *f, size_t n,
+                               const uint64_t keys[], bool out[])
+{
+	if (!f || !keys || !out)
+		return;
+	f->ops->contains_many_u64(f, n, keys, out);
+}
+
 /* ---- writers ------------------------------------------------------------ */
 
 enum admit_status
@@ -490,6 +499,15 @@ admit_cuckoo_insert_many(struct admit_cuckoo *f, size_t n,
 	return st;
 }
 
+enum admit_status
+admit_cuckoo_insert_many_u64(struct admit_cuckoo *f, size_t n,
+                             const uint64_t keys[], enum admit_status out[])
+{
+	if (!f || !keys || !out)
+		return ADMIT_EINVAL;
+	return f->ops->insert_many_u64(f, n, keys, out);
+}
+
 /* Under both of p's stripes: remove one matching entry (a counting one's
  * count by one).  ADMIT_NOTFOUND if there is none. */
 static enum admit_status
@@ -535,6 +553,32 @@ admit_cuckoo_delete(struct admit_cuckoo *f, const void *key, size_t len)
 		return ADMIT_EINVAL;
 	cuckoo_locate(f, key, len, &p);
 	return delete_at(f, &p);
+}
+
+enum admit_status
+admit_cuckoo_delete_many_u64(struct admit_cuckoo *f, size_t n,
+                             const uint64_t keys[], enum admit_status out[])
+{
+	struct cuckoo_pos pos[CUCKOO_BATCH];
+	enum admit_status st = ADMIT_OK;
+
+	if (!f || !keys || !out)
+		return ADMIT_EINVAL;
+	for (size_t base = 0; base < n; base += CUCKOO_BATCH) {
+		size_t k = n - base < CUCKOO_BATCH ? n - base : CUCKOO_BATCH;
+
+		for (size_t j = 0; j < k; j++) {
+			cuckoo_locate(f, &keys[base + j], 8, &pos[j]);
+			__builtin_prefetch(cuckoo_bucket_addr(f, pos[j].i1), 1);
+			__builtin_prefetch(cuckoo_bucket_addr(f, pos[j].i2), 1);
+		}
+		for (size_t j = 0; j < k; j++) {
+			out[base + j] = delete_at(f, &pos[j]);
+			if (out[base + j] != ADMIT_OK)
+				st = out[base + j];
+		}
+	}
+	return st;
 }
 
 /* ---- accounting --------------------------------------------------------- */

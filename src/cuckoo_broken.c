@@ -48,6 +48,14 @@ broken_contains_many(const struct admit_cuckoo *f, size_t n,
 		         broken_lookup(f, keys[i], lens[i]);
 }
 
+static void
+broken_contains_u64(const struct admit_cuckoo *f, size_t n,
+                    const uint64_t keys[], bool out[])
+{
+	for (size_t i = 0; i < n; i++)
+		out[i] = broken_lookup(f, &keys[i], 8);
+}
+
 /* Every layout's set the build has met, and its broken copy. */
 #define MAX_LAYOUT_OPS 32
 static const struct cuckoo_ops *bases[MAX_LAYOUT_OPS];
@@ -70,6 +78,7 @@ cuckoo_broken_ops(const struct cuckoo_ops *base)
 		broken[i].contains_key8 = broken_contains_key8;
 		broken[i].contains = broken_lookup;
 		broken[i].contains_many = broken_contains_many;
+		broken[i].contains_many_u64 = broken_contains_u64;
 		nbroken++;
 	}
 	if (i < nbroken)

@@ -64,9 +64,23 @@ contains_many_c(const struct admit_cuckoo *f, size_t n,
 	contains_many_w(f, n, keys, lens, out, 0, false, false);
 }
 
+static void
+contains_u64_c(const struct admit_cuckoo *f, size_t n, const uint64_t keys[],
+               bool out[])
+{
+	contains_u64_w(f, n, keys, out, 0, false, false);
+}
+
+static enum admit_status
+insert_u64_c(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
+             enum admit_status out[])
+{
+	return insert_u64_w(f, n, keys, out, 0, false, false);
+}
+
 static const struct cuckoo_ops ops_counting = {
 	contains_key8_c, insert_key8_c, contains_c, insert_at_c, find_path_c,
-	contains_many_c,
+	contains_many_c, contains_u64_c, insert_u64_c,
 };
 
 const struct cuckoo_ops *

@@ -66,9 +66,23 @@ contains_many16_v1(const struct admit_cuckoo *f, size_t n,
 	contains_many_w(f, n, keys, lens, out, 0, false, false);
 }
 
+static void
+contains_u64_16_v1(const struct admit_cuckoo *f, size_t n,
+                  const uint64_t keys[], bool out[])
+{
+	contains_u64_w(f, n, keys, out, 0, false, false);
+}
+
+static enum admit_status
+insert_u64_16_v1(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
+                enum admit_status out[])
+{
+	return insert_u64_w(f, n, keys, out, 0, false, false);
+}
+
 static const struct cuckoo_ops ops16_v1 = {
 	contains_key16_v1, insert_key16_v1, contains16_v1, insert_at16, find_path16,
-	contains_many16_v1,
+	contains_many16_v1, contains_u64_16_v1, insert_u64_16_v1,
 };
 
 /*
@@ -109,9 +123,22 @@ static const struct cuckoo_ops ops16_v1 = {
 	{                                                                     \
 		contains_many_w(f, n, keys, lens, out, W, tab, pow2);         \
 	}                                                                     \
+	static attr void                                                      \
+	contains_u64_16##sfx(const struct admit_cuckoo *f, size_t n,          \
+	                    const uint64_t keys[], bool out[])                \
+	{                                                                     \
+		contains_u64_w(f, n, keys, out, W, tab, pow2);                \
+	}                                                                     \
+	static attr enum admit_status                                         \
+	insert_u64_16##sfx(struct admit_cuckoo *f, size_t n,                  \
+	                  const uint64_t keys[], enum admit_status out[])     \
+	{                                                                     \
+		return insert_u64_w(f, n, keys, out, W, tab, pow2);           \
+	}                                                                     \
 	static const struct cuckoo_ops ops16##sfx = {                         \
 		contains_key16##sfx, insert_key16##sfx, contains16##sfx,      \
 		insert_at16, find_path16, contains_many16##sfx,               \
+		contains_u64_16##sfx, insert_u64_16##sfx,                     \
 	};
 
 OPS16(, false, false, )

@@ -65,9 +65,23 @@ contains_many8_v1(const struct admit_cuckoo *f, size_t n,
 	contains_many_w(f, n, keys, lens, out, 0, false, false);
 }
 
+static void
+contains_u64_8_v1(const struct admit_cuckoo *f, size_t n,
+                  const uint64_t keys[], bool out[])
+{
+	contains_u64_w(f, n, keys, out, 0, false, false);
+}
+
+static enum admit_status
+insert_u64_8_v1(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
+                enum admit_status out[])
+{
+	return insert_u64_w(f, n, keys, out, 0, false, false);
+}
+
 static const struct cuckoo_ops ops8_v1 = {
 	contains_key8_v1, insert_key8_v1, contains8_v1, insert_at8, find_path8,
-	contains_many8_v1,
+	contains_many8_v1, contains_u64_8_v1, insert_u64_8_v1,
 };
 
 /*
@@ -108,9 +122,22 @@ static const struct cuckoo_ops ops8_v1 = {
 	{                                                                     \
 		contains_many_w(f, n, keys, lens, out, W, false, pow2);       \
 	}                                                                     \
+	static attr void                                                      \
+	contains_u64_8##sfx(const struct admit_cuckoo *f, size_t n,           \
+	                    const uint64_t keys[], bool out[])                \
+	{                                                                     \
+		contains_u64_w(f, n, keys, out, W, false, pow2);              \
+	}                                                                     \
+	static attr enum admit_status                                         \
+	insert_u64_8##sfx(struct admit_cuckoo *f, size_t n,                   \
+	                  const uint64_t keys[], enum admit_status out[])     \
+	{                                                                     \
+		return insert_u64_w(f, n, keys, out, W, false, pow2);         \
+	}                                                                     \
 	static const struct cuckoo_ops ops8##sfx = {                          \
 		contains_key8##sfx, insert_key8##sfx, contains8##sfx,         \
 		insert_at8, find_path8, contains_many8##sfx,                  \
+		contains_u64_8##sfx, insert_u64_8##sfx,                       \
 	};
 
 OPS8(, false, )

@@ -64,10 +64,15 @@ struct cuckoo_ops {
 	 * of p's buckets; false if none within the bounds. */
 	bool (*find_path)(const struct admit_cuckoo *f,
 	                  const struct cuckoo_pos *p, struct cuckoo_path *path);
-	/* The batch, past its argument checks. */
+	/* The batches, past their argument checks. */
 	void (*contains_many)(const struct admit_cuckoo *f, size_t n,
 	                      const void *const keys[], const size_t lens[],
 	                      bool out[]);
+	void (*contains_many_u64)(const struct admit_cuckoo *f, size_t n,
+	                          const uint64_t keys[], bool out[]);
+	enum admit_status (*insert_many_u64)(struct admit_cuckoo *f, size_t n,
+	                                     const uint64_t keys[],
+	                                     enum admit_status out[]);
 };
 
 /* Each layout's operations for filter f (its fields set, its table

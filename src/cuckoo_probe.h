@@ -359,4 +359,95 @@ contains_many_w(const struct admit_cuckoo *f, size_t n,
 	}
 }
 
+/*
+ * Batches of 8-byte keys held in an array of uint64_t.  w: the layout's
+ * width when the filter hashes 8-byte keys by admit_mul8() (hash version
+ * 2), 0 for any other filter (general path, keys hashed by cuckoo_hash()).
+ */
+static inline __attribute__((always_inline)) void
+locate_u64_w(const struct admit_cuckoo *f, size_t k, const uint64_t keys[],
+             struct cuckoo_pos pos[], unsigned w, bool tab, bool pow2,
+             int rw)
+{
+	for (size_t j = 0; j < k; j++) {
+		uint64_t h = w ? admit_mul8(&keys[j], f->mul.k, f->mul.s)
+		               : cuckoo_hash(f, &keys[j], 8);
+		uint32_t raw = locate_w(f, h, w ? w : f->fp_bits, tab, pow2,
+		                        &pos[j]);
+
+		if (w == 8) /* lookup_w()'s form */
+			pos[j].fp = f->fps8[raw];
+		__builtin_prefetch(bucket_addr_w(f, pos[j].i1, w), rw);
+		__builtin_prefetch(bucket_addr_w(f, pos[j].i2, w), rw);
+	}
+}
+
+/*
+ * A group's lookups with one validation branch for the group.  Every
+ * key's stripe (its second bucket's) is read before any bucket of the
+ * group, and read again after every bucket: for each key that missed,
+ * "even at the first read and unchanged at the second" is the same
+ * condition lookup_w() checks, over a window that contains the key's two
+ * bucket reads, so each miss that passes is linearized, as a single
+ * lookup's is, at the instant its first bucket was read, inside the call.
+ * A hit needs no validation.  The checks are combined into one flag and
+ * one branch; a key whose check fails is looked up again by lookup_slow().
+ */
+static inline __attribute__((always_inline)) void
+probe_group_w(const struct admit_cuckoo *f, size_t k,
+              const struct cuckoo_pos pos[], bool out[], unsigned w)
+{
+	uint32_t v[CUCKOO_BATCH];
+	unsigned stale = 0;
+
+	for (size_t j = 0; j < k; j++)
+		v[j] = stripe_peek(cuckoo_stripe(f, pos[j].i2));
+	for (size_t j = 0; j < k; j++) {
+		struct probe q = { .p = pos[j] };
+		struct stripe_reader r;
+
+		probe_init(&q, f, w, &r);
+		if (w == 8)
+			q.fps = pos[j].fp;
+		out[j] = w ? probe_match_w(&q, w) : probe_match_any(&q);
+	}
+	for (size_t j = 0; j < k; j++)
+		stale |= !out[j] &
+		         !stripe_unchanged(cuckoo_stripe(f, pos[j].i2), v[j]);
+	if (__builtin_expect(!stale, 1))
+		return;
+	for (size_t j = 0; j < k; j++)
+		if (!out[j] &&
+		    !stripe_unchanged(cuckoo_stripe(f, pos[j].i2), v[j])) {
+			stat_bump(&stats_of(f, pos[j].i1)->read_retries);
+			out[j] = lookup_slow(f, pos[j]);
+		}
+}
+
+/* contains_many_w() for an array of 8-byte keys: the next group located
+ * and prefetched while this one is probed. */
+static inline __attribute__((always_inline)) void
+contains_u64_w(const struct admit_cuckoo *f, size_t n, const uint64_t keys[],
+               bool out[], unsigned w, bool tab, bool pow2)
+{
+	struct cuckoo_pos pos[2][CUCKOO_BATCH];
+	struct cuckoo_pos *p = pos[0], *q = pos[1], *t;
+	size_t k = n < CUCKOO_BATCH ? n : CUCKOO_BATCH;
+
+	locate_u64_w(f, k, keys, p, w, tab, pow2, 0);
+	for (size_t base = 0;; base += CUCKOO_BATCH) {
+		size_t next = base + CUCKOO_BATCH, kn = 0;
+
+		if (next < n) {
+			kn = n - next < CUCKOO_BATCH ? n - next : CUCKOO_BATCH;
+			locate_u64_w(f, kn, keys + next, q, w, tab, pow2, 0);
+		}
+		probe_group_w(f, k, p, out + base, w);
+		if (!kn)
+			return;
+		k = kn;
+		t = p, p = q, q = t;
+	}
+}
+
 #endif /* ADMIT_CUCKOO_PROBE_H */
