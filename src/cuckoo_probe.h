@@ -291,6 +291,10 @@ contains_hashed(const struct admit_cuckoo *f, uint64_t h, unsigned w)
 	return lookup_w(f, &p, 0);
 }
 
+static inline __attribute__((always_inline)) void
+probe_group_w(const struct admit_cuckoo *f, size_t k,
+              const struct cuckoo_pos pos[], bool out[], unsigned w);
+
 /* cuckoo_bucket_addr() without its test of which table it is, where the
  * width w is a constant (0: not known). */
 static inline __attribute__((always_inline)) const void *
@@ -313,7 +317,7 @@ locate_group_w(const struct admit_cuckoo *f, size_t k,
 		uint32_t raw;
 
 		if (!admit_key_ok(key, len)) {
-			pos[j].fp = 0;
+			pos[j] = (struct cuckoo_pos){ 0, 0, 0 };
 			continue;
 		}
 		/* w != 0: the filter hashes by version 2 (the caller says),
@@ -330,8 +334,9 @@ locate_group_w(const struct admit_cuckoo *f, size_t k,
 
 /* Two groups in flight: the next group is located and prefetched before
  * this one is probed, so that its misses overlap this group's probes
- * instead of starting after them.  A call of one group (n <= CUCKOO_BATCH) is
- * located, then probed. */
+ * instead of starting after them; each group is probed by
+ * probe_group_w().  A call of one group (n <= CUCKOO_BATCH) is located,
+ * then probed. */
 static inline __attribute__((always_inline)) void
 contains_many_w(const struct admit_cuckoo *f, size_t n,
                 const void *const keys[], const size_t lens[], bool out[],
@@ -350,8 +355,9 @@ contains_many_w(const struct admit_cuckoo *f, size_t n,
 			locate_group_w(f, kn, keys + next, lens + next, q, w,
 			               tab, pow2);
 		}
+		probe_group_w(f, k, p, out + base, w);
 		for (size_t j = 0; j < k; j++)
-			out[base + j] = p[j].fp != 0 && lookup_w(f, &p[j], w);
+			out[base + j] &= p[j].fp != 0;
 		if (!kn)
 			return;
 		k = kn;
