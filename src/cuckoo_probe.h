@@ -403,23 +403,46 @@ static inline __attribute__((always_inline)) void
 probe_group_w(const struct admit_cuckoo *f, size_t k,
               const struct cuckoo_pos pos[], bool out[], unsigned w)
 {
+	/* Every field the loops need, read before the first acquire load
+	 * (after which the compiler would read each again, key by key). */
+	const _Atomic uint32_t *seq = f->seq;
+	const _Atomic uint32_t *t32 = f->t32;
+	const _Atomic uint64_t *t64 = f->t64;
+	const uint32_t smask = f->stripe_mask;
+	const uint64_t ones = f->ones;
 	uint32_t v[CUCKOO_BATCH];
 	unsigned stale = 0;
 
 	for (size_t j = 0; j < k; j++)
-		v[j] = stripe_peek(cuckoo_stripe(f, pos[j].i2));
+		v[j] = stripe_peek(&seq[pos[j].i2 & smask]);
 	for (size_t j = 0; j < k; j++) {
-		struct probe q = { .p = pos[j] };
-		struct stripe_reader r;
+		/* acquire: pairs with the release in bucket_store() (see
+		 * stripe.h), and keeps the stripe's second read after these. */
+		if (w == 8) {
+			uint32_t b1 = atomic_load_explicit(&t32[pos[j].i1],
+			                                   memory_order_acquire);
+			uint32_t b2 = atomic_load_explicit(&t32[pos[j].i2],
+			                                   memory_order_acquire);
 
-		probe_init(&q, f, w, &r);
-		if (w == 8)
-			q.fps = pos[j].fp;
-		out[j] = w ? probe_match_w(&q, w) : probe_match_any(&q);
+			out[j] = match8_pair(b1, b2, pos[j].fp);
+		} else if (w == 16) {
+			uint64_t b1 = atomic_load_explicit(&t64[pos[j].i1],
+			                                   memory_order_acquire);
+			uint64_t b2 = atomic_load_explicit(&t64[pos[j].i2],
+			                                   memory_order_acquire);
+
+			out[j] = match16_pair(b1, b2, (uint64_t)pos[j].fp * ones);
+		} else {
+			struct probe q = { .p = pos[j] };
+			struct stripe_reader r;
+
+			probe_init(&q, f, 0, &r);
+			out[j] = probe_match_any(&q);
+		}
 	}
 	for (size_t j = 0; j < k; j++)
 		stale |= !out[j] &
-		         !stripe_unchanged(cuckoo_stripe(f, pos[j].i2), v[j]);
+		         !stripe_unchanged(&seq[pos[j].i2 & smask], v[j]);
 	if (__builtin_expect(!stale, 1))
 		return;
 	for (size_t j = 0; j < k; j++)
