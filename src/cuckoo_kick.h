@@ -209,13 +209,13 @@ insert_u64_w(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
 	size_t k = n < CUCKOO_BATCH ? n : CUCKOO_BATCH;
 	enum admit_status st = ADMIT_OK;
 
-	locate_u64_w(f, k, keys, p, w, tab, pow2, 1);
+	locate_u64_w(f, k, keys, p, w, tab, pow2, true);
 	for (size_t base = 0;; base += CUCKOO_BATCH) {
 		size_t next = base + CUCKOO_BATCH, kn = 0;
 
 		if (next < n) {
 			kn = n - next < CUCKOO_BATCH ? n - next : CUCKOO_BATCH;
-			locate_u64_w(f, kn, keys + next, q, w, tab, pow2, 1);
+			locate_u64_w(f, kn, keys + next, q, w, tab, pow2, true);
 		}
 		for (size_t j = 0; j < k; j++) {
 			if (w == 8)

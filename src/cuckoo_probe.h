@@ -373,7 +373,7 @@ contains_many_w(const struct admit_cuckoo *f, size_t n,
 static inline __attribute__((always_inline)) void
 locate_u64_w(const struct admit_cuckoo *f, size_t k, const uint64_t keys[],
              struct cuckoo_pos pos[], unsigned w, bool tab, bool pow2,
-             int rw)
+             bool rw)
 {
 	for (size_t j = 0; j < k; j++) {
 		uint64_t h = w ? admit_mul8(&keys[j], f->mul.k, f->mul.s)
@@ -383,8 +383,14 @@ locate_u64_w(const struct admit_cuckoo *f, size_t k, const uint64_t keys[],
 
 		if (w == 8) /* lookup_w()'s form */
 			pos[j].fp = f->fps8[raw];
-		__builtin_prefetch(bucket_addr_w(f, pos[j].i1, w), rw);
-		__builtin_prefetch(bucket_addr_w(f, pos[j].i2, w), rw);
+		/* rw a literal in each call: clang requires one. */
+		if (rw) {
+			__builtin_prefetch(bucket_addr_w(f, pos[j].i1, w), 1);
+			__builtin_prefetch(bucket_addr_w(f, pos[j].i2, w), 1);
+		} else {
+			__builtin_prefetch(bucket_addr_w(f, pos[j].i1, w), 0);
+			__builtin_prefetch(bucket_addr_w(f, pos[j].i2, w), 0);
+		}
 	}
 }
 
@@ -463,13 +469,13 @@ contains_u64_w(const struct admit_cuckoo *f, size_t n, const uint64_t keys[],
 	struct cuckoo_pos *p = pos[0], *q = pos[1], *t;
 	size_t k = n < CUCKOO_BATCH ? n : CUCKOO_BATCH;
 
-	locate_u64_w(f, k, keys, p, w, tab, pow2, 0);
+	locate_u64_w(f, k, keys, p, w, tab, pow2, false);
 	for (size_t base = 0;; base += CUCKOO_BATCH) {
 		size_t next = base + CUCKOO_BATCH, kn = 0;
 
 		if (next < n) {
 			kn = n - next < CUCKOO_BATCH ? n - next : CUCKOO_BATCH;
-			locate_u64_w(f, kn, keys + next, q, w, tab, pow2, 0);
+			locate_u64_w(f, kn, keys + next, q, w, tab, pow2, false);
 		}
 		probe_group_w(f, k, p, out + base, w);
 		if (!kn)
