@@ -91,6 +91,7 @@ static struct {
 	unsigned threads[MAX_LIST];
 	unsigned loads[MAX_LIST];
 	bool keep;
+	bool no_u64;         /* leave out the 8-byte-key batch rows */
 	unsigned many;       /* keys per contains_many call */
 	bool want[NKIND];
 } opt = {
@@ -283,6 +284,8 @@ supports(enum kind k, enum op o)
 		return o == OP_POS || o == OP_NEG;
 	if (o == OP_MANY)
 		return k == S_ADMIT || k == S_MUTEX || single_threaded(k);
+	if ((o == OP_MANY64 || o == OP_INSERT64) && opt.no_u64)
+		return false;
 	if (o == OP_INSERT_MANY || o == OP_MANY64 || o == OP_INSERT64)
 		return k == S_ADMIT || single_threaded(k);
 	if (o == OP_DELETE || o == OP_MIXED)
@@ -820,7 +823,8 @@ measure(enum kind k, int ti, int rep)
 		/* Two more filters, filled by admit_cuckoo_insert_many() and
 		 * by admit_cuckoo_insert_many_u64(). */
 		fill_by(k, ti, rep, OP_INSERT_MANY);
-		fill_by(k, ti, rep, OP_INSERT64);
+		if (supports(k, OP_INSERT64))
+			fill_by(k, ti, rep, OP_INSERT64);
 	}
 }
 
@@ -1220,7 +1224,9 @@ usage(void)
 	        "          one load point)] [--many K (keys per contains_many\n"
 	        "          call, a power of two up to 256; 16)]\n"
 	        "         [--structures admit,reference,admit-inline,\n"
-	        "                       admit-mutex,bloom,lfht,libcuckoo] [--csv]\n");
+	        "                       admit-mutex,bloom,lfht,libcuckoo] [--csv]\n"
+	        "         [--no-u64 (skip the 8-byte-key batch rows: for a library\n"
+	        "          without them, bench/bench_ab.sh)]\n");
 	exit(2);
 }
 
@@ -1233,10 +1239,11 @@ main(int argc, char **argv)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (!strcmp(a, "--csv") || !strcmp(a, "--progress") ||
-		    !strcmp(a, "--keep")) {
+		    !strcmp(a, "--keep") || !strcmp(a, "--no-u64")) {
 			opt.csv |= !strcmp(a, "--csv");
 			opt.progress |= !strcmp(a, "--progress");
 			opt.keep |= !strcmp(a, "--keep");
+			opt.no_u64 |= !strcmp(a, "--no-u64");
 			continue;
 		}
 		if (!v)

@@ -21,9 +21,10 @@
  * the next round's start each key's count is re-read from the quiescent
  * table.  A key with no valid order is printed and fails the run.
  *
- * The same source compiled with -DADMIT_BROKEN_SKIP_VALIDATION (library
- * included) is stress_linear_broken: its lookups believe a miss without
- * validating it, and the checker must catch that (stress/broken-caught).
+ * The same source compiled with -DADMIT_BROKEN_SKIP_VALIDATION, the
+ * library's sources and src/cuckoo_broken.c is stress_linear_broken: its
+ * lookups believe a miss without validating it, and the checker must catch
+ * that (stress/broken-caught.sh).
  */
 #include "config.h"
 
