@@ -291,10 +291,6 @@ contains_hashed(const struct admit_cuckoo *f, uint64_t h, unsigned w)
 	return lookup_w(f, &p, 0);
 }
 
-static inline __attribute__((always_inline)) void
-probe_group_w(const struct admit_cuckoo *f, size_t k,
-              const struct cuckoo_pos pos[], bool out[], unsigned w);
-
 /* cuckoo_bucket_addr() without its test of which table it is, where the
  * width w is a constant (0: not known). */
 static inline __attribute__((always_inline)) const void *
@@ -334,9 +330,11 @@ locate_group_w(const struct admit_cuckoo *f, size_t k,
 
 /* Two groups in flight: the next group is located and prefetched before
  * this one is probed, so that its misses overlap this group's probes
- * instead of starting after them; each group is probed by
- * probe_group_w().  A call of one group (n <= CUCKOO_BATCH) is located,
- * then probed. */
+ * instead of starting after them.  Each key's probe is lookup_w(), its
+ * miss validated on its own: a group-wide check (every stripe word read
+ * before the group's buckets and again after them, one branch) costs more
+ * (doc/filter-benchmarks.md).  A call of one group (n <= CUCKOO_BATCH) is
+ * located, then probed. */
 static inline __attribute__((always_inline)) void
 contains_many_w(const struct admit_cuckoo *f, size_t n,
                 const void *const keys[], const size_t lens[], bool out[],
@@ -355,9 +353,8 @@ contains_many_w(const struct admit_cuckoo *f, size_t n,
 			locate_group_w(f, kn, keys + next, lens + next, q, w,
 			               tab, pow2);
 		}
-		probe_group_w(f, k, p, out + base, w);
 		for (size_t j = 0; j < k; j++)
-			out[base + j] &= p[j].fp != 0;
+			out[base + j] = p[j].fp != 0 && lookup_w(f, &p[j], w);
 		if (!kn)
 			return;
 		k = kn;
@@ -394,73 +391,8 @@ locate_u64_w(const struct admit_cuckoo *f, size_t k, const uint64_t keys[],
 	}
 }
 
-/*
- * A group's lookups with one validation branch for the group.  Every
- * key's stripe (its second bucket's) is read before any bucket of the
- * group, and read again after every bucket: for each key that missed,
- * "even at the first read and unchanged at the second" is the same
- * condition lookup_w() checks, over a window that contains the key's two
- * bucket reads, so each miss that passes is linearized, as a single
- * lookup's is, at the instant its first bucket was read, inside the call.
- * A hit needs no validation.  The checks are combined into one flag and
- * one branch; a key whose check fails is looked up again by lookup_slow().
- */
-static inline __attribute__((always_inline)) void
-probe_group_w(const struct admit_cuckoo *f, size_t k,
-              const struct cuckoo_pos pos[], bool out[], unsigned w)
-{
-	/* Every field the loops need, read before the first acquire load
-	 * (after which the compiler would read each again, key by key). */
-	const _Atomic uint32_t *seq = f->seq;
-	const _Atomic uint32_t *t32 = f->t32;
-	const _Atomic uint64_t *t64 = f->t64;
-	const uint32_t smask = f->stripe_mask;
-	const uint64_t ones = f->ones;
-	uint32_t v[CUCKOO_BATCH];
-	unsigned stale = 0;
-
-	for (size_t j = 0; j < k; j++)
-		v[j] = stripe_peek(&seq[pos[j].i2 & smask]);
-	for (size_t j = 0; j < k; j++) {
-		/* acquire: pairs with the release in bucket_store() (see
-		 * stripe.h), and keeps the stripe's second read after these. */
-		if (w == 8) {
-			uint32_t b1 = atomic_load_explicit(&t32[pos[j].i1],
-			                                   memory_order_acquire);
-			uint32_t b2 = atomic_load_explicit(&t32[pos[j].i2],
-			                                   memory_order_acquire);
-
-			out[j] = match8_pair(b1, b2, pos[j].fp);
-		} else if (w == 16) {
-			uint64_t b1 = atomic_load_explicit(&t64[pos[j].i1],
-			                                   memory_order_acquire);
-			uint64_t b2 = atomic_load_explicit(&t64[pos[j].i2],
-			                                   memory_order_acquire);
-
-			out[j] = match16_pair(b1, b2, (uint64_t)pos[j].fp * ones);
-		} else {
-			struct probe q = { .p = pos[j] };
-			struct stripe_reader r;
-
-			probe_init(&q, f, 0, &r);
-			out[j] = probe_match_any(&q);
-		}
-	}
-	for (size_t j = 0; j < k; j++)
-		stale |= !out[j] &
-		         !stripe_unchanged(&seq[pos[j].i2 & smask], v[j]);
-	if (__builtin_expect(!stale, 1))
-		return;
-	for (size_t j = 0; j < k; j++)
-		if (!out[j] &&
-		    !stripe_unchanged(cuckoo_stripe(f, pos[j].i2), v[j])) {
-			stat_bump(&stats_of(f, pos[j].i1)->read_retries);
-			out[j] = lookup_slow(f, pos[j]);
-		}
-}
-
 /* contains_many_w() for an array of 8-byte keys: the next group located
- * and prefetched while this one is probed. */
+ * and prefetched while this one is probed, each key by lookup_w(). */
 static inline __attribute__((always_inline)) void
 contains_u64_w(const struct admit_cuckoo *f, size_t n, const uint64_t keys[],
                bool out[], unsigned w, bool tab, bool pow2)
@@ -477,7 +409,8 @@ contains_u64_w(const struct admit_cuckoo *f, size_t n, const uint64_t keys[],
 			kn = n - next < CUCKOO_BATCH ? n - next : CUCKOO_BATCH;
 			locate_u64_w(f, kn, keys + next, q, w, tab, pow2, false);
 		}
-		probe_group_w(f, k, p, out + base, w);
+		for (size_t j = 0; j < k; j++)
+			out[base + j] = lookup_w(f, &p[j], w);
 		if (!kn)
 			return;
 		k = kn;

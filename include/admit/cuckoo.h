@@ -247,11 +247,10 @@ void admit_cuckoo_contains_many(const struct admit_cuckoo *f, size_t n,
  * single calls' on any machine that wrote the keys).
  *
  * Keys are hashed and their buckets prefetched a group at a time, the next
- * group's while this one is probed, and a group's misses are validated
- * together: its keys' stripes are read before any of its buckets and again
- * after all of them, so each miss stands on the same condition a single
- * lookup's does.  The fastest way to ask about many integer ids or 64-bit
- * hashes.
+ * group's while this one is probed, so the cache misses of many keys
+ * overlap; each key is then probed and validated as by
+ * admit_cuckoo_contains().  The fastest way to ask about many integer ids
+ * or 64-bit hashes.
  *
  * Bad input: a NULL f, keys or out makes it return without writing.
  *
