@@ -264,19 +264,27 @@ admit_cuckoo_footprint(const struct admit_cuckoo *f)
 
 /* ---- lookups ------------------------------------------------------------ */
 
+/* Keys of other lengths, out of line, so that the common call below is
+ * three tests and one jump. */
+static __attribute__((noinline)) bool
+contains_other(const struct admit_cuckoo *f, const void *key, size_t len)
+{
+	if (!f || !admit_key_ok(key, len))
+		return false;
+	return f->ops->contains(f, key, len);
+}
+
 bool
 admit_cuckoo_contains(const struct admit_cuckoo *f, const void *key, size_t len)
 {
-	/* The common call first, in three tests and one jump: an 8-byte key
-	 * (so a non-NULL one is valid), by the layout's lookup. */
+	/* The common call first: an 8-byte key (so a non-NULL one is
+	 * valid), by the layout's lookup. */
 	if (__builtin_expect(len == 8, 1) && __builtin_expect(key != NULL, 1)) {
 		if (__builtin_expect(f != NULL, 1))
 			return f->contains_key8(f, key);
 		return false;
 	}
-	if (!f || !admit_key_ok(key, len))
-		return false;
-	return f->ops->contains(f, key, len);
+	return contains_other(f, key, len);
 }
 
 unsigned
@@ -422,7 +430,8 @@ cuckoo_add(struct admit_cuckoo *f, const struct cuckoo_pos *p,
 		enum admit_status st;
 
 		cuckoo_lock_two(f, p->i1, p->i2);
-		st = cuckoo_add_locked(f, p, op);
+		st = op == ADD_COPY && f->ops->copy_locked ?
+		     f->ops->copy_locked(f, p) : cuckoo_add_locked(f, p, op);
 		cuckoo_unlock_two(f, p->i1, p->i2);
 		if (st != ADMIT_FULL)
 			return st;
@@ -440,21 +449,29 @@ cuckoo_add(struct admit_cuckoo *f, const struct cuckoo_pos *p,
 	return ADMIT_FULL;
 }
 
-enum admit_status
-admit_cuckoo_insert(struct admit_cuckoo *f, const void *key, size_t len)
+/* Keys of other lengths, out of line: the common call's frame then needs
+ * no position on the stack, and reaches the layout by a jump. */
+static __attribute__((noinline)) enum admit_status
+insert_other(struct admit_cuckoo *f, const void *key, size_t len)
 {
 	struct cuckoo_pos p;
 
+	if (!f || !admit_key_ok(key, len))
+		return ADMIT_EINVAL;
+	cuckoo_locate(f, key, len, &p);
+	return f->ops->insert_at(f, &p);
+}
+
+enum admit_status
+admit_cuckoo_insert(struct admit_cuckoo *f, const void *key, size_t len)
+{
 	/* As admit_cuckoo_contains(): an 8-byte key by the layout's call. */
 	if (__builtin_expect(len == 8, 1) && __builtin_expect(key != NULL, 1)) {
 		if (__builtin_expect(f != NULL, 1))
 			return f->insert_key8(f, key);
 		return ADMIT_EINVAL;
 	}
-	if (!f || !admit_key_ok(key, len))
-		return ADMIT_EINVAL;
-	cuckoo_locate(f, key, len, &p);
-	return f->ops->insert_at(f, &p);
+	return insert_other(f, key, len);
 }
 
 enum admit_status

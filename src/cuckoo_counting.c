@@ -80,7 +80,7 @@ insert_u64_c(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
 
 static const struct cuckoo_ops ops_counting = {
 	contains_key8_c, insert_key8_c, contains_c, insert_at_c, find_path_c,
-	contains_many_c, contains_u64_c, insert_u64_c,
+	contains_many_c, contains_u64_c, insert_u64_c, NULL,
 };
 
 const struct cuckoo_ops *

@@ -37,6 +37,12 @@ insert_at16(struct admit_cuckoo *f, const struct cuckoo_pos *p)
 	return copy_w(f, p, W);
 }
 
+static enum admit_status
+copy_locked16(struct admit_cuckoo *f, const struct cuckoo_pos *p)
+{
+	return copy_locked_w(f, p, W);
+}
+
 /* Hash version 1: every key by XXH3, the batches by the general path. */
 static __attribute__((noinline)) bool
 contains16_v1(const struct admit_cuckoo *f, const void *key, size_t len)
@@ -83,6 +89,7 @@ insert_u64_16_v1(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
 static const struct cuckoo_ops ops16_v1 = {
 	contains_key16_v1, insert_key16_v1, contains16_v1, insert_at16, find_path16,
 	contains_many16_v1, contains_u64_16_v1, insert_u64_16_v1,
+	copy_locked16,
 };
 
 /*
@@ -138,7 +145,7 @@ static const struct cuckoo_ops ops16_v1 = {
 	static const struct cuckoo_ops ops16##sfx = {                         \
 		contains_key16##sfx, insert_key16##sfx, contains16##sfx,      \
 		insert_at16, find_path16, contains_many16##sfx,               \
-		contains_u64_16##sfx, insert_u64_16##sfx,                     \
+		contains_u64_16##sfx, insert_u64_16##sfx, copy_locked16,      \
 	};
 
 OPS16(, false, false, )

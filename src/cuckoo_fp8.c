@@ -36,6 +36,12 @@ insert_at8(struct admit_cuckoo *f, const struct cuckoo_pos *p)
 	return copy_w(f, p, W);
 }
 
+static enum admit_status
+copy_locked8(struct admit_cuckoo *f, const struct cuckoo_pos *p)
+{
+	return copy_locked_w(f, p, W);
+}
+
 /* Hash version 1: every key by XXH3, the batches by the general path. */
 static __attribute__((noinline)) bool
 contains8_v1(const struct admit_cuckoo *f, const void *key, size_t len)
@@ -82,6 +88,7 @@ insert_u64_8_v1(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
 static const struct cuckoo_ops ops8_v1 = {
 	contains_key8_v1, insert_key8_v1, contains8_v1, insert_at8, find_path8,
 	contains_many8_v1, contains_u64_8_v1, insert_u64_8_v1,
+	copy_locked8,
 };
 
 /*
@@ -137,7 +144,7 @@ static const struct cuckoo_ops ops8_v1 = {
 	static const struct cuckoo_ops ops8##sfx = {                          \
 		contains_key8##sfx, insert_key8##sfx, contains8##sfx,         \
 		insert_at8, find_path8, contains_many8##sfx,                  \
-		contains_u64_8##sfx, insert_u64_8##sfx,                       \
+		contains_u64_8##sfx, insert_u64_8##sfx, copy_locked8,         \
 	};
 
 OPS8(, false, )

@@ -76,6 +76,16 @@ take_lane_w(struct admit_cuckoo *f, uint32_t i, uint32_t fp, unsigned w)
 	return true;
 }
 
+/* cuckoo_add_locked() for ADD_COPY into a membership filter of width w (8
+ * or 16, a constant here): the same lane, with the lane masks immediates,
+ * the table's type known and the empty slot set by an or. */
+static inline __attribute__((always_inline)) enum admit_status
+copy_locked_w(struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
+{
+	return take_lane_w(f, p->i1, p->fp, w) || take_lane_w(f, p->i2, p->fp, w)
+	       ? ADMIT_OK : ADMIT_FULL;
+}
+
 /*
  * A membership copy with one stripe: the first of the key's buckets seen
  * with a free lane, locked alone, gets the fingerprint if the lane is

@@ -73,6 +73,12 @@ struct cuckoo_ops {
 	enum admit_status (*insert_many_u64)(struct admit_cuckoo *f, size_t n,
 	                                     const uint64_t keys[],
 	                                     enum admit_status out[]);
+	/* With both of p's stripes held: a membership filter's new copy of
+	 * p's fingerprint in the first free lane of its buckets, as
+	 * cuckoo_add_locked(f, p, ADD_COPY) with the layout's constants;
+	 * ADMIT_FULL if both are full.  NULL for the counting layout. */
+	enum admit_status (*copy_locked)(struct admit_cuckoo *f,
+	                                 const struct cuckoo_pos *p);
 };
 
 /* Each layout's operations for filter f (its fields set, its table
