@@ -5,7 +5,8 @@
  * For a filter sized for n items (95 % load = n items) and each thread count
  * and load point: insert (from empty up to the load), positive and negative
  * lookups, mixed 90/5/5 (lookups/inserts/deletes), delete, and
- * contains_many, in Mops/s, the median of --reps repetitions.  The keys of
+ * contains_many, and the 8-byte-key batches (contains_u64 of positive
+ * keys, insert_u64), in Mops/s, the median of --reps repetitions.  The keys of
  * every timed phase are drawn into arrays before the clock starts, as a user
  * holds the keys they look up.  Baselines:
  *   reference    the CoNEXT 2014 authors' cuckoo filter (refcf_set.cc, from
@@ -62,10 +63,14 @@ single_threaded(enum kind k)
 }
 
 enum op { OP_INSERT, OP_POS, OP_NEG, OP_MIXED, OP_DELETE, OP_MANY,
-          OP_INSERT_MANY, NOPS };
+          OP_INSERT_MANY, OP_MANY64, OP_INSERT64, NOPS };
 static const char *op_name[NOPS] = { "insert", "lookup+", "lookup-",
                                      "mixed", "delete", "contains_many",
-                                     "insert_many" };
+                                     "insert_many", "contains_u64",
+                                     "insert_u64" };
+/* Keys per call of the 8-byte-key batches (contains_u64, insert_u64): an
+ * array a caller holds, passed in calls of this many. */
+#define MANY64 256
 
 #define MAX_LIST 8
 #define MAX_REPS 25
@@ -86,6 +91,7 @@ static struct {
 	unsigned threads[MAX_LIST];
 	unsigned loads[MAX_LIST];
 	bool keep;
+	bool no_u64;         /* leave out the 8-byte-key batch rows */
 	unsigned many;       /* keys per contains_many call */
 	bool want[NKIND];
 } opt = {
@@ -278,7 +284,9 @@ supports(enum kind k, enum op o)
 		return o == OP_POS || o == OP_NEG;
 	if (o == OP_MANY)
 		return k == S_ADMIT || k == S_MUTEX || single_threaded(k);
-	if (o == OP_INSERT_MANY)
+	if ((o == OP_MANY64 || o == OP_INSERT64) && opt.no_u64)
+		return false;
+	if (o == OP_INSERT_MANY || o == OP_MANY64 || o == OP_INSERT64)
 		return k == S_ADMIT || single_threaded(k);
 	if (o == OP_DELETE || o == OP_MIXED)
 		return k != S_BLOOM;
@@ -403,6 +411,23 @@ s_many(struct subject *s, const void *const *kp)
 	return hits;
 }
 
+/* MANY64 lookups of keys[0..MANY64) by admit_cuckoo_contains_many_u64();
+ * the reference has no batch call: single lookups.  Returns the hits. */
+static inline uint64_t
+s_many64(struct subject *s, const uint64_t *keys)
+{
+	bool out[MANY64];
+	uint64_t hits = 0;
+#ifdef HAVE_REFCF
+	if (s->kind == S_REF)
+		return bench_ref_contains_pass(s->ref, keys, MANY64);
+#endif
+	admit_cuckoo_contains_many_u64(s->f, MANY64, keys, out);
+	for (unsigned j = 0; j < MANY64; j++)
+		hits += out[j];
+	return hits;
+}
+
 /* ---- worker threads ----------------------------------------------------- */
 
 struct job {
@@ -438,7 +463,8 @@ prepare(struct job *j)
 	for (size_t x = 0; x < RING; x++) {
 		uint64_t r = rng_next(&j->rng);
 		unsigned c = (unsigned)below(r, 100);
-		bool pos = j->op == OP_POS || (j->op == OP_MIXED && c < 45);
+		bool pos = j->op == OP_POS || j->op == OP_MANY64 ||
+		           (j->op == OP_MIXED && c < 45);
 
 		j->keys[x] = pos ? present[below(r, j->items)] : NEG_KEY(r);
 		j->kp[x] = &j->keys[x];
@@ -498,6 +524,13 @@ run_timed(struct job *j)
 			j->ops += 256;
 			continue;
 		}
+		if (j->op == OP_MANY64) {
+			/* RING is a multiple of MANY64. */
+			j->hits += s_many64(s, keys + x);
+			x = (x + MANY64) % RING;
+			j->ops += MANY64;
+			continue;
+		}
 		for (int b = 0; b < 256; b++) {
 			switch (j->op) {
 			case OP_MANY:
@@ -545,7 +578,8 @@ worker(void *arg)
 {
 	struct job *j = arg;
 
-	if (j->op != OP_INSERT && j->op != OP_DELETE && j->op != OP_INSERT_MANY)
+	if (j->op != OP_INSERT && j->op != OP_DELETE && j->op != OP_INSERT_MANY &&
+	    j->op != OP_INSERT64)
 		prepare(j);
 	pthread_barrier_wait(&gate);
 	j->t_start = now();
@@ -574,6 +608,19 @@ worker(void *arg)
 		}
 		j->ops = j->hi - j->lo;
 		break;
+	case OP_INSERT64:
+		/* admit only: the keys' array in calls of MANY64. */
+		for (uint64_t i = j->lo; i < j->hi; i += MANY64) {
+			enum admit_status st[MANY64];
+			size_t k = j->hi - i < MANY64 ? j->hi - i : MANY64;
+
+			if (admit_cuckoo_insert_many_u64(j->s->f, k, &present[i],
+			                                 st) != ADMIT_OK)
+				for (size_t x = 0; x < k; x++)
+					j->fails += st[x] != ADMIT_OK;
+		}
+		j->ops = j->hi - j->lo;
+		break;
 	case OP_DELETE:
 		for (uint64_t i = j->lo; i < j->hi; i++)
 			j->fails += !s_delete(j->s, present[i]);
@@ -582,7 +629,8 @@ worker(void *arg)
 	default:
 		run_timed(j);
 	}
-	if (j->op == OP_INSERT || j->op == OP_DELETE || j->op == OP_INSERT_MANY) {
+	if (j->op == OP_INSERT || j->op == OP_DELETE || j->op == OP_INSERT_MANY ||
+	    j->op == OP_INSERT64) {
 		j->t_end = now();
 		j->cpu = cpu_now() - j->cpu;
 	}
@@ -617,7 +665,8 @@ run(struct subject *s, enum op op, unsigned nt, uint64_t lo, uint64_t hi,
 	/* The span from the first thread's start to the last one's end: with
 	 * more threads than cores, some run before this thread wakes up. */
 	pthread_barrier_wait(&gate);
-	if (op != OP_INSERT && op != OP_DELETE && op != OP_INSERT_MANY) {
+	if (op != OP_INSERT && op != OP_DELETE && op != OP_INSERT_MANY &&
+	    op != OP_INSERT64) {
 		sleep_for(opt.seconds);
 		atomic_store(&stop, true);
 	}
@@ -653,6 +702,31 @@ items_at(int li)
 	return slots * opt.loads[li] / 100;
 }
 
+/* A fresh filter filled by the batch insert op, timed per load point. */
+static void
+fill_by(enum kind k, int ti, int rep, enum op op)
+{
+	unsigned nt = opt.threads[ti];
+	struct subject b;
+	uint64_t prev = 0, hits, fails;
+	double ins_time = 0;
+
+	subject_new(&b, k, opt.seed + (uint64_t)rep);
+	for (int li = 0; li < opt.nloads; li++) {
+		uint64_t items = items_at(li);
+
+		if (items > prev) {
+			ins_time += (items - prev) /
+			            run(&b, op, nt, prev, items, 0, li, &hits,
+			                &fails, NULL);
+			insert_failures[k] += fails;
+			prev = items;
+		}
+		results[k][ti][li][op][rep] = items / ins_time;
+	}
+	subject_free(&b);
+}
+
 static void
 measure(enum kind k, int ti, int rep)
 {
@@ -686,7 +760,8 @@ measure(enum kind k, int ti, int rep)
 		}
 		r[OP_INSERT][rep] = k == S_INLINE || reuse ? NAN : items / ins_time;
 		for (enum op o = OP_POS; o < NOPS; o++) {
-			if (!supports(k, o) || o == OP_INSERT_MANY)
+			if (!supports(k, o) || o == OP_INSERT_MANY ||
+			    o == OP_INSERT64)
 				continue;
 			if (opt.keep && (o == OP_DELETE || o == OP_MIXED)) {
 				r[o][rep] = NAN;
@@ -704,7 +779,8 @@ measure(enum kind k, int ti, int rep)
 				continue;
 			}
 			r[o][rep] = run(&s, o, nt, 0, 0, items, li, &hits, &fails, &ops);
-			if (o == OP_POS && hits != ops && !insert_failures[k])
+			if ((o == OP_POS || o == OP_MANY64) && hits != ops &&
+			    !insert_failures[k])
 				die("false negative in positive lookups");
 			if (o == OP_MIXED)
 				mixed_failures[k] += fails;
@@ -724,6 +800,7 @@ measure(enum kind k, int ti, int rep)
 		 * insert_many is compared with. */
 		for (int li = 0; li < opt.nloads; li++)
 			results[k][ti][li][OP_INSERT_MANY][rep] =
+			results[k][ti][li][OP_INSERT64][rep] =
 				results[k][ti][li][OP_INSERT][rep];
 	if (k == S_ADMIT && ti == 0 && rep == 0 && !opt.keep) {
 		/* Keep inserting until the filter says full. */
@@ -740,27 +817,14 @@ measure(enum kind k, int ti, int rep)
 		subject_free(&s);
 	}
 	for (int li = 0; reuse && li < opt.nloads; li++)
-		results[k][ti][li][OP_INSERT_MANY][rep] = NAN;
+		results[k][ti][li][OP_INSERT_MANY][rep] =
+		results[k][ti][li][OP_INSERT64][rep] = NAN;
 	if (k == S_ADMIT && !reuse) {
-		/* A second filter, filled by admit_cuckoo_insert_many(). */
-		struct subject b;
-
-		subject_new(&b, k, opt.seed + (uint64_t)rep);
-		prev = 0;
-		ins_time = 0;
-		for (int li = 0; li < opt.nloads; li++) {
-			uint64_t items = items_at(li);
-
-			if (items > prev) {
-				ins_time += (items - prev) /
-				            run(&b, OP_INSERT_MANY, nt, prev, items, 0,
-				                li, &hits, &fails, NULL);
-				insert_failures[k] += fails;
-				prev = items;
-			}
-			results[k][ti][li][OP_INSERT_MANY][rep] = items / ins_time;
-		}
-		subject_free(&b);
+		/* Two more filters, filled by admit_cuckoo_insert_many() and
+		 * by admit_cuckoo_insert_many_u64(). */
+		fill_by(k, ti, rep, OP_INSERT_MANY);
+		if (supports(k, OP_INSERT64))
+			fill_by(k, ti, rep, OP_INSERT64);
 	}
 }
 
@@ -1016,8 +1080,10 @@ print_table(const double lim[2][2])
 	       reps_done, opt.seconds, (unsigned long long)opt.seed,
 	       opt.cpu_clock ? "cpu" : "wall", ncpu);
 	printf("(ref = the CoNEXT 2014 authors' filter: 1 thread only; its "
-	       "contains_many is single lookups, its insert_many its inserts)\n"
-	       "contains_many: %u keys a call\n", opt.many);
+	       "contains_many and contains_u64 are single lookups, its "
+	       "insert_many and insert_u64 its inserts)\n"
+	       "contains_many: %u keys a call; contains_u64 (positive keys), "
+	       "insert_u64: %u\n", opt.many, MANY64);
 	printf("\n%-3s %-4s %-13s %8s", "thr", "load", "op", "admit");
 	for (int b = 0; b < NBASE; b++)
 		printf(" %8s", short_name[base[b]]);
@@ -1082,17 +1148,19 @@ print_table(const double lim[2][2])
 	if (!opt.want[S_ADMIT])
 		return;
 	printf("admit as a fraction of the limit at %u %% load "
-	       "(lookups / plain, contains_many / prefetched):\n",
+	       "(lookups / plain, batches / prefetched):\n",
 	       opt.loads[opt.nloads - 1]);
 	for (int ti = 0; ti < opt.nthreads; ti++) {
 		unsigned nt = opt.threads[ti];
 		int li = opt.nloads - 1, l = nt >= 2;
 
 		printf("  %2u thread%s: lookup+ %.2f  lookup- %.2f  contains_many %.2f"
-		       "  (contains_many / lookup- %.2f)\n", nt, nt > 1 ? "s" : " ",
+		       "  contains_u64 %.2f  (contains_many / lookup- %.2f)\n",
+		       nt, nt > 1 ? "s" : " ",
 		       med(S_ADMIT, ti, li, OP_POS) / lim[0][l],
 		       med(S_ADMIT, ti, li, OP_NEG) / lim[0][l],
 		       med(S_ADMIT, ti, li, OP_MANY) / lim[1][l],
+		       med(S_ADMIT, ti, li, OP_MANY64) / lim[1][l],
 		       med(S_ADMIT, ti, li, OP_MANY) / med(S_ADMIT, ti, li, OP_NEG));
 	}
 	for (int ti = 1; ti < opt.nthreads; ti++)
@@ -1156,7 +1224,9 @@ usage(void)
 	        "          one load point)] [--many K (keys per contains_many\n"
 	        "          call, a power of two up to 256; 16)]\n"
 	        "         [--structures admit,reference,admit-inline,\n"
-	        "                       admit-mutex,bloom,lfht,libcuckoo] [--csv]\n");
+	        "                       admit-mutex,bloom,lfht,libcuckoo] [--csv]\n"
+	        "         [--no-u64 (skip the 8-byte-key batch rows: for a library\n"
+	        "          without them, bench/bench_ab.sh)]\n");
 	exit(2);
 }
 
@@ -1169,10 +1239,11 @@ main(int argc, char **argv)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (!strcmp(a, "--csv") || !strcmp(a, "--progress") ||
-		    !strcmp(a, "--keep")) {
+		    !strcmp(a, "--keep") || !strcmp(a, "--no-u64")) {
 			opt.csv |= !strcmp(a, "--csv");
 			opt.progress |= !strcmp(a, "--progress");
 			opt.keep |= !strcmp(a, "--keep");
+			opt.no_u64 |= !strcmp(a, "--no-u64");
 			continue;
 		}
 		if (!v)

@@ -13,7 +13,8 @@
  * has 526,316, a count that is not a power of two): its inclusive count
  * divided by 262144 is instructions per lookup, the loop's own included.  loop_admit calls admit_cuckoo_contains(), loop_inline
  * admit_cuckoo_view_contains(), loop_many admit_cuckoo_contains_many() (16
- * keys a call, the loop's work per key included), loop_ref the CoNEXT
+ * keys a call, the loop's work per key included), loop_u64
+ * admit_cuckoo_contains_many_u64() (1024 keys a call, likewise), loop_ref the CoNEXT
  * 2014 authors' filter (refcf_set.cc, when configure found it).  The first
  * argument is the fingerprint width, 8 or 16.
  */
@@ -81,6 +82,22 @@ loop_many(const struct admit_cuckoo *f, const uint64_t *k)
 	return hits;
 }
 
+/* admit_cuckoo_contains_many_u64(), 1024 keys a call: the keys' array as
+ * the caller holds it. */
+static __attribute__((noinline)) unsigned
+loop_u64(const struct admit_cuckoo *f, const uint64_t *k)
+{
+	static bool out[1024];
+	unsigned hits = 0;
+
+	for (unsigned i = 0; i < LOOKUPS; i += 1024) {
+		admit_cuckoo_contains_many_u64(f, 1024, k + i, out);
+		for (unsigned j = 0; j < 1024; j++)
+			hits += out[j];
+	}
+	return hits;
+}
+
 #ifdef HAVE_REFCF
 static __attribute__((noinline)) unsigned
 loop_ref(const struct bench_ref *r, const uint64_t *k)
@@ -123,9 +140,9 @@ main(int argc, char **argv)
 		absent[i] = bench_key(i | 1ull << 63);
 	}
 	k = absent_keys ? absent : present;
-	printf("%s keys, hits: admit %u, inline %u, many %u",
+	printf("%s keys, hits: admit %u, inline %u, many %u, u64 %u",
 	       absent_keys ? "absent" : "present", loop_admit(f, k),
-	       loop_inline(f, k), loop_many(f, k));
+	       loop_inline(f, k), loop_many(f, k), loop_u64(f, k));
 #ifdef HAVE_REFCF
 	printf(", reference %u", loop_ref(r, k));
 	bench_ref_free(r);

@@ -1,6 +1,7 @@
 /*
- * cuckoo_internal.h - the cuckoo filter's layout, shared by cuckoo.c (the
- * concurrent operations) and cuckoo_snapshot.c (save and load).
+ * cuckoo_internal.h - the cuckoo filter's fields and slot arithmetic,
+ * shared by cuckoo.c and the layout files (the concurrent operations,
+ * cuckoo_ops.h) and cuckoo_snapshot.c (save and load).
  *
  * A bucket is one atomic word of 4 slots: uint32_t for 8-bit fingerprints,
  * uint64_t for 16-bit ones.  Every slot access is a whole-word atomic load or
@@ -42,6 +43,8 @@ struct cuckoo_stripe_stats {
 	_Atomic uint64_t full;
 };
 
+struct cuckoo_ops;
+
 struct admit_cuckoo {
 	/* What admit_cuckoo_contains_inline() reads (admit/cuckoo_inline.h):
 	 * copies of fields below, set once by cuckoo_create().  First, by
@@ -61,15 +64,17 @@ struct admit_cuckoo {
 	unsigned fp_bits;         /* 8, 16, or 12 in counting mode */
 	unsigned fp_shift;        /* 4 in counting mode (counter below), else 0 */
 	unsigned lookup_width;    /* slot_bits, 0 in counting mode: which
-	                           * specialised lookup cuckoo.c runs */
+	                           * specialised lookup the layout runs */
 	bool counting;
-	/* An 8-byte key's lookup for this filter's lookup_width (cuckoo.c),
-	 * so that admit_cuckoo_contains() dispatches in one jump. */
-	bool (*contains_key)(const struct admit_cuckoo *f, const void *key);
-	/* The same for admit_cuckoo_insert(). */
-	enum admit_status (*insert_key)(struct admit_cuckoo *f, const void *key);
-	/* Both above and admit_cuckoo_contains_many() run the copies
-	 * compiled for BMI2 (x86-64 CPUs that have it; cuckoo.c). */
+	/* The layout's operations (cuckoo_ops.h), chosen by cuckoo_create(),
+	 * and copies of the two an 8-byte key's contains and insert call, so
+	 * that those reach them by one load of f and one jump. */
+	const struct cuckoo_ops *ops;
+	bool (*contains_key8)(const struct admit_cuckoo *f, const void *key);
+	enum admit_status (*insert_key8)(struct admit_cuckoo *f,
+	                                 const void *key);
+	/* The layout runs the copies of its hot paths compiled for BMI2
+	 * (x86-64 CPUs that have it, unless ADMIT_NO_BMI2 is set). */
 	bool bmi2;
 	uint64_t capacity;
 	uint64_t seed;
@@ -180,6 +185,19 @@ bucket_store(struct admit_cuckoo *f, uint32_t i, uint64_t v)
 		atomic_store_explicit(&f->t32[i], (uint32_t)v, memory_order_release);
 	else
 		atomic_store_explicit(&f->t64[i], v, memory_order_release);
+}
+
+static inline struct cuckoo_stripe_stats *
+stats_of(const struct admit_cuckoo *f, uint32_t bucket)
+{
+	return &f->stats[bucket & f->stripe_mask];
+}
+
+/* relaxed: event counters order nothing. */
+static inline void
+stat_bump(_Atomic uint64_t *c)
+{
+	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
 /* For counters a writer changes while it holds the bucket's stripe (or

@@ -131,8 +131,8 @@ enum stripe_outcome {
 };
 
 /* Start a read: false if a writer holds either stripe (read nothing).
- * Always inlined, as is the end: a lookup that called them out of line
- * (gcc 12 did, in contains_many) paid a call and 13 instructions for each. */
+ * Always inlined, as is the end: they are a few loads, cheaper than the
+ * call they would otherwise be. */
 static inline __attribute__((always_inline)) bool
 stripe_read_begin(struct stripe_reader *r)
 {
@@ -158,7 +158,7 @@ stripe_read_end(const struct stripe_reader *r)
 /*
  * The one-stripe form, for a reader that reads several words in order and
  * whose answer needs only the last one to have stayed put meanwhile (a
- * cuckoo miss: cuckoo.c says why).  stripe_peek() before the first read,
+ * cuckoo miss: cuckoo_probe.h says why).  stripe_peek() before the first read,
  * stripe_unchanged() after the last: true if the stripe was even at the
  * peek and has not moved since, so no writer changed the words it guards
  * between the two.  One load each and no branch at the peek.

@@ -21,9 +21,10 @@
  * the next round's start each key's count is re-read from the quiescent
  * table.  A key with no valid order is printed and fails the run.
  *
- * The same source compiled with -DADMIT_BROKEN_SKIP_VALIDATION (library
- * included) is stress_linear_broken: its lookups believe a miss without
- * validating it, and the checker must catch that (stress/broken-caught).
+ * The same source compiled with -DADMIT_BROKEN_SKIP_VALIDATION, the
+ * library's sources and src/cuckoo_broken.c is stress_linear_broken: its
+ * lookups believe a miss without validating it, and the checker must catch
+ * that (stress/broken-caught.sh).
  */
 #include "config.h"
 
@@ -107,7 +108,7 @@ tracked_op(struct thr *t)
 	uint64_t x = prng_next(&t->rng);
 	unsigned k = (unsigned)((x >> 8) % r->o->keys);
 	const uint64_t *key = &r->keys[k];
-
+	enum admit_status st = ADMIT_OK;
 	unsigned w = (unsigned)(x % r->mix_total);
 
 	for (e->op = L_INSERT; w >= r->o->mix[e->op]; e->op++)
@@ -116,13 +117,23 @@ tracked_op(struct thr *t)
 	e->inv = atomic_fetch_add(&r->clock, 1);
 	switch (e->op) {
 	case L_INSERT:
-		e->result = (uint8_t)admit_cuckoo_insert(r->f, key, 8);
+		/* A quarter through the 8-byte-key batch (of one key: the
+		 * other keys' histories must hold only their own calls). */
+		if ((x >> 50) % 4 == 0)
+			(void)admit_cuckoo_insert_many_u64(r->f, 1, key, &st);
+		else
+			st = admit_cuckoo_insert(r->f, key, 8);
+		e->result = (uint8_t)st;
 		break;
 	case L_UNIQUE:
 		e->result = (uint8_t)admit_cuckoo_insert_unique(r->f, key, 8);
 		break;
 	case L_DELETE:
-		e->result = (uint8_t)admit_cuckoo_delete(r->f, key, 8);
+		if ((x >> 50) % 4 == 0)
+			(void)admit_cuckoo_delete_many_u64(r->f, 1, key, &st);
+		else
+			st = admit_cuckoo_delete(r->f, key, 8);
+		e->result = (uint8_t)st;
 		break;
 	default:
 		if (x >> 63) {
@@ -130,17 +141,26 @@ tracked_op(struct thr *t)
 		} else {
 			/* A batch of 1 to 4 tracked keys, this one at a
 			 * random place: each key's lookup falls within the
-			 * call, so it is checked with the call's interval. */
+			 * call, so it is checked with the call's interval.
+			 * Half by pointers and lengths, half as an array of
+			 * 8-byte keys. */
 			const void *keys[4];
 			size_t lens[4] = { 8, 8, 8, 8 };
+			uint64_t ids[4];
 			bool out[4];
 			unsigned n = 1 + (unsigned)(x >> 40) % 4;
 			unsigned at = (unsigned)(x >> 44) % n;
 
-			for (unsigned i = 0; i < n; i++)
+			for (unsigned i = 0; i < n; i++) {
 				keys[i] = &r->keys[(k + 1 + i) % r->o->keys];
+				ids[i] = r->keys[(k + 1 + i) % r->o->keys];
+			}
 			keys[at] = key;
-			admit_cuckoo_contains_many(r->f, n, keys, lens, out);
+			ids[at] = *key;
+			if ((x >> 50) % 2)
+				admit_cuckoo_contains_many_u64(r->f, n, ids, out);
+			else
+				admit_cuckoo_contains_many(r->f, n, keys, lens, out);
 			e->result = out[at];
 		}
 		break;

@@ -657,6 +657,125 @@ START_TEST(test_insert_many)
 }
 END_TEST
 
+/* The 8-byte-key batches answer and change the filter as the same single
+ * calls do: for every count around the groups of 16 (a partial last
+ * group, two groups in flight), present and absent keys, every mode; and
+ * refuse bad input without touching anything. */
+START_TEST(test_u64_batches)
+{
+	static const size_t counts[] = { 0, 1, 15, 16, 17, 31, 32, 33, 48, 1000 };
+	const size_t n = 1000;
+	unsigned bits = modes[_i].bits;
+	bool counting = modes[_i].counting;
+	struct admit_cuckoo *f = make(2 * n, bits, counting);
+	struct admit_cuckoo *g = make(2 * n, bits, counting);
+	static uint64_t ids[2 * 1000 + 1];
+	static bool out[2 * 1000 + 1];
+	static enum admit_status st[2 * 1000 + 1];
+	struct tally t = TALLY_INIT;
+
+	for (size_t i = 0; i < 2 * n; i++)
+		ids[i] = test_key(i % 1500); /* keys 0..1499, then 0..499 */
+	/* Inserts: f by batch, g by single calls, same seed: same tables. */
+	for (size_t c = 0, done = 0; c < sizeof(counts) / sizeof(counts[0]) &&
+	     done + counts[c] <= n; done += counts[c], c++) {
+		size_t k = counts[c];
+
+		st[k] = ADMIT_NOMEM;
+		ck_assert_int_eq(admit_cuckoo_insert_many_u64(f, k, ids + done,
+		                                              st), ADMIT_OK);
+		ck_assert_int_eq(st[k], ADMIT_NOMEM); /* nothing past k */
+		for (size_t i = 0; i < k; i++) {
+			tally(&t, st[i] == ADMIT_OK, done + i);
+			tally(&t, admit_cuckoo_insert(g, &ids[done + i], 8) ==
+			          ADMIT_OK, done + i);
+		}
+	}
+	{
+		size_t done = 193, k = n - done; /* the counts' sum so far */
+
+		ck_assert_int_eq(admit_cuckoo_insert_many_u64(f, k, ids + done,
+		                                              st), ADMIT_OK);
+		for (size_t i = 0; i < k; i++)
+			tally(&t, admit_cuckoo_insert(g, &ids[done + i], 8) ==
+			          ADMIT_OK && st[i] == ADMIT_OK, done + i);
+	}
+	ck_assert_tally(t, "a batch insert differs");
+	ck_assert(counting || admit_cuckoo_size(f) == n);
+	ck_assert_uint_eq(admit_cuckoo_size(f), admit_cuckoo_size(g));
+	for (size_t i = 0; i < 2 * n; i++)
+		tally(&t, admit_cuckoo_count(f, &ids[i], 8) ==
+		          admit_cuckoo_count(g, &ids[i], 8), i);
+	ck_assert_tally(t, "counts differ after batch inserts");
+
+	/* Lookups: half present, half absent, every count. */
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		for (size_t off = 0; off <= n; off += n) {
+			size_t k = counts[c];
+
+			out[off + k] = true;
+			memset(out + off, 0, k);
+			admit_cuckoo_contains_many_u64(f, k, ids + off, out + off);
+			ck_assert(out[off + k]); /* nothing past k */
+			for (size_t i = 0; i < k; i++)
+				tally(&t, out[off + i] ==
+				          admit_cuckoo_contains(f, &ids[off + i], 8),
+				      off + i);
+			for (size_t i = 0; i < k && off == 0; i++)
+				tally(&t, out[i], i);
+		}
+	}
+	ck_assert_tally(t, "a batch lookup differs");
+
+	/* Deletes: f by batch, g by single calls; the second half is absent
+	 * (keys 1000..1499, then 0..499 again, deleted by then). */
+	ck_assert_int_eq(admit_cuckoo_delete_many_u64(f, 2 * n, ids, st),
+	                 ADMIT_NOTFOUND);
+	for (size_t i = 0; i < 2 * n; i++)
+		tally(&t, st[i] == admit_cuckoo_delete(g, &ids[i], 8), i);
+	ck_assert_tally(t, "a batch delete differs");
+	ck_assert_uint_eq(admit_cuckoo_size(f), admit_cuckoo_size(g));
+	ck_assert_int_eq(admit_cuckoo_delete_many_u64(f, 0, ids, st), ADMIT_OK);
+
+	/* Bad input. */
+	st[0] = ADMIT_NOMEM;
+	out[0] = true;
+	ck_assert_int_eq(admit_cuckoo_insert_many_u64(NULL, 1, ids, st), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_insert_many_u64(f, 1, NULL, st), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_insert_many_u64(f, 1, ids, NULL), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_delete_many_u64(NULL, 1, ids, st), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_delete_many_u64(f, 1, NULL, st), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_cuckoo_delete_many_u64(f, 1, ids, NULL), ADMIT_EINVAL);
+	admit_cuckoo_contains_many_u64(NULL, 1, ids, out);
+	admit_cuckoo_contains_many_u64(f, 1, NULL, out);
+	admit_cuckoo_contains_many_u64(f, 1, ids, NULL);
+	ck_assert_int_eq(st[0], ADMIT_NOMEM);
+	ck_assert(out[0]);
+	ck_assert_uint_eq(admit_cuckoo_size(f), admit_cuckoo_size(g));
+
+	/* A full filter: FULL per key, the rest in. */
+	{
+		struct admit_cuckoo *small = make(100, bits, counting);
+		size_t ok = 0;
+
+		for (size_t i = 0; i < n; i++)
+			ids[i] = test_key(1000000 + i);
+		ck_assert_int_eq(admit_cuckoo_insert_many_u64(small, n, ids, st),
+		                 ADMIT_FULL);
+		for (size_t i = 0; i < n; i++) {
+			ck_assert(st[i] == ADMIT_OK || st[i] == ADMIT_FULL);
+			ok += st[i] == ADMIT_OK;
+			if (st[i] == ADMIT_OK)
+				ck_assert(admit_cuckoo_contains(small, &ids[i], 8));
+		}
+		ck_assert_uint_ge(ok, 100);
+		admit_cuckoo_free(small);
+	}
+	admit_cuckoo_free(f);
+	admit_cuckoo_free(g);
+}
+END_TEST
+
 static Suite *
 cuckoo_suite(void)
 {
@@ -680,6 +799,7 @@ cuckoo_suite(void)
 	tcase_add_test(tc, test_contains_many);
 	tcase_add_loop_test(tc, test_contains_inline, 0, nmodes);
 	tcase_add_loop_test(tc, test_insert_many, 0, nmodes);
+	tcase_add_loop_test(tc, test_u64_batches, 0, nmodes);
 	suite_add_tcase(s, tc);
 
 	tcase_add_loop_test(big, test_no_false_negatives, 0, nmodes);
@@ -700,7 +820,7 @@ main(void)
 	srunner_add_suite(sr, snapshot_suite());
 	failed = test_run(sr);
 	/* The basic cases again on the lookups compiled without BMI2
-	 * (cuckoo.c): on x86-64 CPUs that have it, the first run took the
+	 * (cuckoo_ops.h): on x86-64 CPUs that have it, the first run took the
 	 * BMI2 copies. */
 	setenv("ADMIT_NO_BMI2", "1", 1);
 	sr = srunner_create(cuckoo_suite());

@@ -95,7 +95,7 @@ START_TEST(test_versions)
 			struct cuckoo_pos p, q;
 			const void *key = &x;
 			size_t len = 8;
-			bool many, lib = admit_cuckoo_contains(f, KEY(i));
+			bool many, m64, lib = admit_cuckoo_contains(f, KEY(i));
 
 			cuckoo_locate(f, KEY(i), &p);
 			cuckoo_locate_hash(f, h, f->fp_bits, &q);
@@ -103,6 +103,8 @@ START_TEST(test_versions)
 			tally(&t, i >= n * 9 / 10 || lib, i);
 			admit_cuckoo_contains_many(f, 1, &key, &len, &many);
 			tally(&t, many == lib, i);
+			admit_cuckoo_contains_many_u64(f, 1, &x, &m64);
+			tally(&t, m64 == lib, i);
 			tally(&t, admit_cuckoo_view_contains(&view, f, KEY(i)) == lib, i);
 		}
 		ck_assert_tally(t, "lookup paths");
@@ -154,13 +156,15 @@ START_TEST(test_pow2)
 		uint64_t x = test_key(i);
 		const void *key = &x;
 		size_t len = 8;
-		bool many;
+		bool many, m64;
 
 		if (!admit_cuckoo_count(f, KEY(i)))
 			continue; /* refused as FULL */
 		tally(&t, admit_cuckoo_contains(f, KEY(i)), i);
 		admit_cuckoo_contains_many(f, 1, &key, &len, &many);
 		tally(&t, many, i);
+		admit_cuckoo_contains_many_u64(f, 1, &x, &m64);
+		tally(&t, m64, i);
 	}
 	ck_assert_tally(t, "a stored key not found");
 	admit_cuckoo_free(f);

@@ -1,6 +1,6 @@
 /*
  * Unit tests for admit_tinylfu, and for the frequency store's "replace the
- * lowest count when full" (cuckoo_increment_replacing in cuckoo.c): record
+ * lowest count when full" (cuckoo_increment_replacing in cuckoo_counting.c): record
  * and estimate, aging every W records, admission, the defence against a
  * pinned victim, threads, bad input, and memory bounded by the cache
  * whatever the sample.  Seeds are fixed.

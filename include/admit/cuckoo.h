@@ -241,6 +241,64 @@ void admit_cuckoo_contains_many(const struct admit_cuckoo *f, size_t n,
                                 bool out[]);
 
 /*
+ * admit_cuckoo_contains_many_u64 - n lookups of 8-byte keys held in an
+ * array: out[i] = admit_cuckoo_contains(f, &keys[i], 8), the key being the
+ * 8 bytes of keys[i] as they lie in memory (so the answers match the
+ * single calls' on any machine that wrote the keys).
+ *
+ * Keys are hashed and their buckets prefetched a group at a time, the next
+ * group's while this one is probed, so the cache misses of many keys
+ * overlap; each key is then probed and validated as by
+ * admit_cuckoo_contains().  The fastest way to ask about many integer ids
+ * or 64-bit hashes.
+ *
+ * Bad input: a NULL f, keys or out makes it return without writing.
+ *
+ * Thread-safety: safe; optimistic like admit_cuckoo_contains(): each
+ * key's answer is that of a lookup made at some instant within the call.
+ */
+void admit_cuckoo_contains_many_u64(const struct admit_cuckoo *f, size_t n,
+                                    const uint64_t keys[], bool out[]);
+
+/*
+ * admit_cuckoo_insert_many_u64 - n inserts of 8-byte keys held in an array:
+ * out[i] = admit_cuckoo_insert(f, &keys[i], 8), in order, with each group's
+ * buckets hashed and prefetched before its first insert (as
+ * admit_cuckoo_insert_many()).  In counting mode each is an increment.
+ *
+ * Returns ADMIT_OK when every key went in, otherwise ADMIT_FULL; out[]
+ * says which.
+ *
+ * Errors: ADMIT_EINVAL, with nothing inserted and out untouched, if f,
+ * keys or out is NULL.
+ *
+ * Thread-safety: safe; each key is one admit_cuckoo_insert().
+ */
+enum admit_status admit_cuckoo_insert_many_u64(struct admit_cuckoo *f,
+                                               size_t n,
+                                               const uint64_t keys[],
+                                               enum admit_status out[]);
+
+/*
+ * admit_cuckoo_delete_many_u64 - n deletes of 8-byte keys held in an array:
+ * out[i] = admit_cuckoo_delete(f, &keys[i], 8), in order, each group's
+ * buckets prefetched first.  The caveat of admit_cuckoo_delete() holds
+ * for each key: delete only keys you inserted.
+ *
+ * Returns ADMIT_OK when every key was found, otherwise ADMIT_NOTFOUND;
+ * out[] says which.
+ *
+ * Errors: ADMIT_EINVAL, with nothing deleted and out untouched, if f,
+ * keys or out is NULL.
+ *
+ * Thread-safety: safe; each key is one admit_cuckoo_delete().
+ */
+enum admit_status admit_cuckoo_delete_many_u64(struct admit_cuckoo *f,
+                                               size_t n,
+                                               const uint64_t keys[],
+                                               enum admit_status out[]);
+
+/*
  * admit_cuckoo_size - items held: the number of occupied slots.  A counting
  * filter's entry counts once whatever its counter.  Exact when no writer is
  * running, a moment's value otherwise.  0 if f is NULL.

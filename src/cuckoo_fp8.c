@@ -1,0 +1,170 @@
+/*
+ * cuckoo_fp8.c - the 8-bit table layout: a bucket is one atomic uint32_t of
+ * four 8-bit fingerprints (cuckoo_internal.h), and a fingerprint's
+ * alternate-bucket offset and its value in every lane come from the
+ * filter's alt8 and fps8 tables (1 KiB each, in L1).
+ *
+ * Ordering and progress are the shared lookup's (cuckoo_probe.h) and
+ * writers' (cuckoo_kick.h, cuckoo.c): lookups are optimistic, blocking on
+ * writers; writers lock at most two stripes in ascending order.
+ *
+ * A filter that hashes 8-byte keys by admit_mul8() (hash version 2) gets
+ * one set of operations for a bucket count that is a power of two and one
+ * for any other, each compiled twice on x86-64 (the second for BMI2: mulx,
+ * rorx and shrx make a lookup one or two instructions shorter).  A filter
+ * of hash version 1 hashes every key by XXH3 and takes the general set.
+ */
+#include "config.h"
+
+#include "cuckoo_internal.h"
+#include "cuckoo_kick.h"
+#include "cuckoo_ops.h"
+#include "cuckoo_probe.h"
+
+#define W 8
+
+static __attribute__((noinline)) bool
+find_path8(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
+           struct cuckoo_path *path)
+{
+	return find_path_w(f, p, path, W);
+}
+
+static enum admit_status
+insert_at8(struct admit_cuckoo *f, const struct cuckoo_pos *p)
+{
+	return copy_w(f, p, W);
+}
+
+static enum admit_status
+copy_locked8(struct admit_cuckoo *f, const struct cuckoo_pos *p)
+{
+	return copy_locked_w(f, p, W);
+}
+
+/* Hash version 1: every key by XXH3, the batches by the general path. */
+static __attribute__((noinline)) bool
+contains8_v1(const struct admit_cuckoo *f, const void *key, size_t len)
+{
+	return contains_hashed(f, cuckoo_hash(f, key, len), W);
+}
+
+static bool
+contains_key8_v1(const struct admit_cuckoo *f, const void *key)
+{
+	return contains8_v1(f, key, 8);
+}
+
+static enum admit_status
+insert_key8_v1(struct admit_cuckoo *f, const void *key)
+{
+	struct cuckoo_pos p;
+
+	cuckoo_locate(f, key, 8, &p);
+	return copy_w(f, &p, W);
+}
+
+static void
+contains_many8_v1(const struct admit_cuckoo *f, size_t n,
+                  const void *const keys[], const size_t lens[], bool out[])
+{
+	contains_many_w(f, n, keys, lens, out, 0, false, false);
+}
+
+static void
+contains_u64_8_v1(const struct admit_cuckoo *f, size_t n,
+                  const uint64_t keys[], bool out[])
+{
+	contains_u64_w(f, n, keys, out, 0, false, false);
+}
+
+static enum admit_status
+insert_u64_8_v1(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
+                enum admit_status out[])
+{
+	return insert_u64_w(f, n, keys, out, 0, false, false);
+}
+
+static const struct cuckoo_ops ops8_v1 = {
+	contains_key8_v1, insert_key8_v1, contains8_v1, insert_at8, find_path8,
+	contains_many8_v1, contains_u64_8_v1, insert_u64_8_v1,
+	copy_locked8,
+};
+
+/*
+ * Hash version 2, one set per (pow2, instruction set): each function its
+ * own, so that each gets its own register allocation and the public calls
+ * reach it in one jump.  A key of another length than 8 is hashed by XXH3.
+ */
+#define OPS8(sfx, pow2, attr)                                                 \
+	static __attribute__((noinline)) attr bool                            \
+	contains_key8##sfx(const struct admit_cuckoo *f, const void *key)     \
+	{                                                                     \
+		return contains_hashed_wt(f, admit_mul8(key, f->mul.k,        \
+		                                        f->mul.s),            \
+		                          W, false, pow2, key);               \
+	}                                                                     \
+	static __attribute__((noinline)) attr enum admit_status               \
+	insert_key8##sfx(struct admit_cuckoo *f, const void *key)             \
+	{                                                                     \
+		struct cuckoo_pos p;                                          \
+                                                                              \
+		locate_w(f, admit_mul8(key, f->mul.k, f->mul.s), W, false,    \
+		         pow2, &p);                                           \
+		return copy_w(f, &p, W);                                      \
+	}                                                                     \
+	static attr bool                                                      \
+	contains8##sfx(const struct admit_cuckoo *f, const void *key,         \
+	               size_t len)                                            \
+	{                                                                     \
+		if (len == 8)                                                 \
+			return contains_key8##sfx(f, key);                    \
+		return contains_hashed_wt(f, cuckoo_hash(f, key, len), W,     \
+		                          false, pow2, NULL);                 \
+	}                                                                     \
+	static attr void                                                      \
+	contains_many8##sfx(const struct admit_cuckoo *f, size_t n,           \
+	                    const void *const keys[], const size_t lens[],    \
+	                    bool out[])                                       \
+	{                                                                     \
+		contains_many_w(f, n, keys, lens, out, W, false, pow2);       \
+	}                                                                     \
+	static attr void                                                      \
+	contains_u64_8##sfx(const struct admit_cuckoo *f, size_t n,           \
+	                    const uint64_t keys[], bool out[])                \
+	{                                                                     \
+		contains_u64_w(f, n, keys, out, W, false, pow2);              \
+	}                                                                     \
+	static attr enum admit_status                                         \
+	insert_u64_8##sfx(struct admit_cuckoo *f, size_t n,                   \
+	                  const uint64_t keys[], enum admit_status out[])     \
+	{                                                                     \
+		return insert_u64_w(f, n, keys, out, W, false, pow2);         \
+	}                                                                     \
+	static const struct cuckoo_ops ops8##sfx = {                          \
+		contains_key8##sfx, insert_key8##sfx, contains8##sfx,         \
+		insert_at8, find_path8, contains_many8##sfx,                  \
+		contains_u64_8##sfx, insert_u64_8##sfx, copy_locked8,         \
+	};
+
+OPS8(, false, )
+OPS8(_p, true, )
+#ifdef CUCKOO_HAVE_BMI2
+OPS8(_bmi2, false, CUCKOO_BMI2_TARGET)
+OPS8(_p_bmi2, true, CUCKOO_BMI2_TARGET)
+#endif
+#undef OPS8
+
+const struct cuckoo_ops *
+cuckoo_fp8_pick(const struct admit_cuckoo *f, bool bmi2)
+{
+	if (f->hash_version != CUCKOO_HASH_MUL8)
+		return &ops8_v1;
+#ifdef CUCKOO_HAVE_BMI2
+	if (bmi2)
+		return f->pow2 ? &ops8_p_bmi2 : &ops8_bmi2;
+#else
+	(void)bmi2;
+#endif
+	return f->pow2 ? &ops8_p : &ops8;
+}
