@@ -16,6 +16,7 @@ admit_strerror(enum admit_status s)
 	case ADMIT_EBUFFER:	return "buffer too small";
 	case ADMIT_ETOOBIG:	return "item larger than the structure can hold";
 	case ADMIT_ENOTREG:	return "not a regular file";
+	case ADMIT_LOADING:	return "the key is being loaded by another caller";
 	}
 	return "unknown admit status";
 }

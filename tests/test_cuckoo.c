@@ -58,6 +58,7 @@ START_TEST(test_strerror)
 		{ ADMIT_EBUFFER, "buffer too small" },
 		{ ADMIT_ETOOBIG, "item larger than the structure can hold" },
 		{ ADMIT_ENOTREG, "not a regular file" },
+		{ ADMIT_LOADING, "the key is being loaded by another caller" },
 	};
 
 	/* Values are a promise: appended, never renumbered. */
@@ -65,9 +66,10 @@ START_TEST(test_strerror)
 	ck_assert_int_eq(ADMIT_EBUFFER, 9);
 	ck_assert_int_eq(ADMIT_ETOOBIG, 10);
 	ck_assert_int_eq(ADMIT_ENOTREG, 11);
+	ck_assert_int_eq(ADMIT_LOADING, 12);
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		ck_assert_str_eq(admit_strerror(want[i].s), want[i].m);
-	for (int s = ADMIT_OK; s <= ADMIT_ENOTREG; s++) {
+	for (int s = ADMIT_OK; s <= ADMIT_LOADING; s++) {
 		const char *m = admit_strerror((enum admit_status)s);
 
 		ck_assert_ptr_nonnull(m);

@@ -107,6 +107,34 @@ enum admit_lru_policy {
 #define ADMIT_LRU_MAX_CAPACITY (UINT64_C(1) << 32)  /* entries */
 #define ADMIT_LRU_MAX_BYTES (UINT64_C(1) << 48)
 
+/* Why an entry left the cache, as a removal listener is told. */
+enum admit_lru_cause {
+	ADMIT_LRU_EXPLICIT = 0, /* admit_lru_delete, admit_lru_compute's
+	                         * ADMIT_LRU_REMOVE, or a set or compute whose
+	                         * expiry time had already passed */
+	ADMIT_LRU_REPLACED,     /* a set or compute stored a new value for its
+	                         * key: the listener sees the old value */
+	ADMIT_LRU_EXPIRED,      /* its expiry time came */
+	ADMIT_LRU_EVICTED,      /* removed to make room, as the policy's
+	                         * victim (admit_lru_set_capacity too) */
+	ADMIT_LRU_REJECTED,     /* lost an admission contest as the candidate:
+	                         * a new entry turned away (its set returned
+	                         * ADMIT_REJECTED) or one leaving the window */
+	ADMIT_LRU_CLEARED,      /* admit_lru_clear */
+};
+#define ADMIT_LRU_CAUSES 6      /* the number of causes above */
+
+/*
+ * A removal listener (admit_lru_config.listener): told of each entry that
+ * leaves the cache, once, with its key, its value and why.  key and value
+ * point into the removed entry (either may be NULL when its length is 0)
+ * and stay valid until the listener returns; keep no pointer into them.
+ * See admit_lru_config.listener for when it runs and what it may call.
+ */
+typedef void (*admit_lru_listener_t)(const void *key, size_t klen,
+                                     const void *value, size_t vlen,
+                                     enum admit_lru_cause cause, void *arg);
+
 struct admit_lru_config {
 	uint64_t capacity;        /* max entries; 0 = no entry limit */
 	uint64_t capacity_bytes;  /* max bytes, the sum of the entries'
@@ -136,6 +164,28 @@ struct admit_lru_config {
 	                           * that uses the cache, with or without a
 	                           * shard mutex held (tests give a fake one). */
 	void *clock_arg;          /* clock's argument */
+	admit_lru_listener_t listener;
+	                          /* NULL = none.  Called for every entry
+	                           * that leaves the cache, after it has left
+	                           * the index (no get can find it any more),
+	                           * with no lock of the cache held, in the
+	                           * thread of the writing call (set, set_*,
+	                           * delete, compute, get_or_load, expire,
+	                           * stats, clear, set_capacity, foreach) on
+	                           * the entry's shard that removed it, or
+	                           * that next takes that shard's mutex when a
+	                           * get's maintenance removed it; the entries
+	                           * still pending at admit_lru_free are told
+	                           * there.  Entries resident at admit_lru_free
+	                           * are not (admit_lru_clear first if every
+	                           * value needs it).  It runs in many threads
+	                           * at once.  It may call any admit_lru
+	                           * function on this cache but admit_lru_free
+	                           * (a set from it may remove more entries,
+	                           * told before that set returns); it should
+	                           * be short: until it returns its entries'
+	                           * memory is not freed. */
+	void *listener_arg;       /* listener's argument */
 };
 
 struct admit_lru_stats {
@@ -531,6 +581,177 @@ enum admit_status admit_lru_set_parts_hashed(struct admit_lru *c, uint64_t h,
  * time.
  */
 enum admit_status admit_lru_expire(struct admit_lru *c);
+
+/* ---- loads that run once per key ---------------------------------------- */
+
+/* The load a loader (admit_lru_get_or_load) is given, to hand its value
+ * to. */
+struct admit_lru_load;
+
+/*
+ * A loader: fetches the value of key from where it lives (a database, a
+ * file, a computation) and hands it over with admit_lru_load_value(ld,
+ * ...); returns ADMIT_OK when it did, any other status for a failure
+ * (which every caller waiting for this load gets back as it is; a loader
+ * returning ADMIT_OK without a value fails as ADMIT_EINVAL).
+ */
+typedef enum admit_status (*admit_lru_loader_t)(const void *key, size_t klen,
+                                                struct admit_lru_load *ld,
+                                                void *arg);
+
+/*
+ * Within a loader only: copies the vlen bytes at value (NULL when vlen is
+ * 0) as the loaded value, to expire at expires_at (admit_lru_now's clock;
+ * 0 = never).  A later call replaces an earlier one's value.
+ * Errors: ADMIT_EINVAL (ld NULL, value NULL with vlen > 0), ADMIT_ETOOBIG
+ * (vlen > SIZE_MAX / 4), ADMIT_NOMEM; on an error the earlier value (if
+ * any) stays.
+ * Thread-safety: only from the loader that ld was given to.
+ */
+enum admit_status admit_lru_load_value(struct admit_lru_load *ld,
+                                       const void *value, size_t vlen,
+                                       uint64_t expires_at);
+
+/* admit_lru_get_or_load's flags. */
+#define ADMIT_LRU_NOWAIT 1u  /* if another caller is loading the key, return
+                              * ADMIT_LOADING rather than wait for it */
+
+/*
+ * Looks key up as admit_lru_get_with does (a hit lends the value to
+ * fn(value, vlen, fn_arg), counted as a get's hit); on a miss loads it:
+ * loader(key, klen, ld, loader_arg) runs in the calling thread, with no
+ * lock of the cache held, and its value is stored as admit_lru_set_expiring
+ * stores one (through admission, which may turn it away: this caller and
+ * its waiters get the value anyway), then lent to fn.  At most one loader
+ * per key runs at a time: a caller that misses while another loads the
+ * key waits for that load and gets its result (its value lent to fn, or
+ * its failure), without running the loader; with ADMIT_LRU_NOWAIT it
+ * returns ADMIT_LOADING at once instead.  A failed load stores nothing;
+ * the next call after it loads again.  fn runs once on success, in the
+ * calling thread, with no lock of the cache held; the bytes are valid
+ * until it returns.  fn may call any admit_lru function on this cache
+ * but admit_lru_free; the loader may too (a get_or_load of the key it is
+ * loading, from its own thread, returns ADMIT_LOADING rather than wait for
+ * itself).  Loads are counted in admit_lru_stats_ex (successes,
+ * failures, total time).
+ * Returns ADMIT_OK (fn called), ADMIT_LOADING (NOWAIT and a load of the
+ * key under way), the loader's failure status (for the loading caller and
+ * every waiter), ADMIT_NOMEM (the load could not be set up, or the
+ * loader's value not copied: nothing stored), ADMIT_EINVAL (c, loader or
+ * fn NULL, key NULL with klen > 0, unknown flags).  A value the cache
+ * cannot hold (ADMIT_ETOOBIG from the set) is still lent to fn; the
+ * statuses of the store are not reported: get it again to see it stayed.
+ * Thread-safety: any thread; a miss takes one of the cache's load stripes
+ * (a mutex) briefly and waits on its condition variable while another
+ * thread loads the key; the store takes the key's shard mutex.
+ */
+enum admit_status admit_lru_get_or_load(struct admit_lru *c, const void *key,
+                                        size_t klen, admit_lru_loader_t loader,
+                                        void *loader_arg, admit_lru_reader_t fn,
+                                        void *fn_arg, unsigned flags);
+
+/* admit_lru_get_or_load for a key hashed with admit_lru_hash (see the
+ * _hashed calls above for what h must be). */
+enum admit_status admit_lru_get_or_load_hashed(struct admit_lru *c, uint64_t h,
+                                               const void *key, size_t klen,
+                                               admit_lru_loader_t loader,
+                                               void *loader_arg,
+                                               admit_lru_reader_t fn,
+                                               void *fn_arg, unsigned flags);
+
+/* ---- the whole cache: capacity, walk, clear, statistics --------------- */
+
+/*
+ * Sets the cache's entry and byte capacity while it runs, split over the
+ * shards as admit_lru_new splits them; 0 = no such limit, as in the
+ * config.  Shrinking evicts each shard down to its new bound through the
+ * policy, as sets do: its victims leave (the listener told
+ * ADMIT_LRU_EVICTED, counted in evicted), and window entries that lose
+ * their admission contest on the way out are told ADMIT_LRU_REJECTED
+ * (counted in rejected); growing lets later sets fill it.  The unit the cache
+ * weighs entries in stays that of its creation: a cache created with an
+ * entry capacity needs one (capacity > 0), a cache created with a byte
+ * capacity alone needs capacity_bytes > 0.  The TinyLFU sketch and
+ * ADMIT_LRU_ADAPTIVE's simulation keep the size they were made for.
+ * Errors: ADMIT_EINVAL (c NULL, the needed limit 0, a limit above
+ * ADMIT_LRU_MAX_CAPACITY or ADMIT_LRU_MAX_BYTES, or below the number of
+ * shards, where a shard would get none); the cache is then unchanged.
+ * Thread-safety: any thread; takes each shard mutex in turn, one at a
+ * time, for as long as its evictions take; a shard that has not yet been
+ * visited keeps its old bound meanwhile.
+ */
+enum admit_status admit_lru_set_capacity(struct admit_lru *c, uint64_t capacity,
+                                         uint64_t capacity_bytes);
+
+/* A visitor of admit_lru_foreach: key and value point into the entry (NULL
+ * when their length is 0), valid until it returns.  Returns true to go on,
+ * false to stop the walk. */
+typedef bool (*admit_lru_visitor_t)(const void *key, size_t klen,
+                                    const void *value, size_t vlen,
+                                    uint64_t expires_at, void *arg);
+
+/*
+ * Walks the entries shard by shard: takes a shard's mutex only to list its
+ * live (unexpired) entries, then calls fn(key, klen, value, vlen,
+ * expires_at, arg) on each with no lock held (expires_at as
+ * admit_lru_compute's old_expires: 0 = never).  What it guarantees: every
+ * entry present for the whole walk is visited exactly once; an entry added,
+ * replaced, removed or expired during the walk may be visited or not (a
+ * replaced key possibly with its old value, never twice within a shard);
+ * the walk is not an access (nothing counted, moved or recorded).  Writers
+ * of a shard wait only while it is listed (a pass over its lists); fn may
+ * call any admit_lru function on this cache but admit_lru_free.  While fn
+ * runs, the cache's memory reclamation waits (an RCU read-side section is
+ * open): keep fn short.
+ * Errors: ADMIT_EINVAL (c or fn NULL), ADMIT_NOMEM (a shard's list could
+ * not be allocated: the walk stops there; the entries visited so far were
+ * visited).
+ * Thread-safety: any thread; takes each shard mutex in turn, one at a
+ * time.
+ */
+enum admit_status admit_lru_foreach(struct admit_lru *c, admit_lru_visitor_t fn,
+                                    void *arg);
+
+/*
+ * Removes every entry, shard by shard, each told to the listener as
+ * ADMIT_LRU_CLEARED (counted in admit_lru_stats_ex's removed, not in
+ * evicted).  An entry set in a shard already cleared stays.  The counters
+ * and TinyLFU's frequencies stay.
+ * Errors: ADMIT_EINVAL (c NULL).
+ * Thread-safety: any thread; takes each shard mutex in turn, one at a
+ * time.
+ */
+enum admit_status admit_lru_clear(struct admit_lru *c);
+
+/* Statistics beyond struct admit_lru_stats (which keeps its size: callers
+ * allocate it), as Caffeine's CacheStats gives them. */
+struct admit_lru_stats_ex {
+	struct admit_lru_stats base;   /* what admit_lru_stats fills */
+	uint64_t load_successes;       /* get_or_load loads that gave a value */
+	uint64_t load_failures;        /* and that failed */
+	uint64_t load_ns;              /* their total time, in nanoseconds
+	                                * (CLOCK_MONOTONIC) */
+	uint64_t removed[ADMIT_LRU_CAUSES];
+	                               /* entries that left, by cause
+	                                * (enum admit_lru_cause) */
+	uint64_t removed_bytes[ADMIT_LRU_CAUSES];
+	                               /* their bytes, as a byte capacity
+	                                * charges them
+	                                * (admit_lru_entry_charge) */
+};
+
+/*
+ * Fills *out, whose size the caller gives (sizeof(struct
+ * admit_lru_stats_ex)): base as admit_lru_stats fills it, then the rest.
+ * A caller built against a shorter version of the struct gets its fields
+ * only; fields this version does not know are zeroed.
+ * Errors: ADMIT_EINVAL (c or out NULL, size below sizeof(struct
+ * admit_lru_stats)).
+ * Thread-safety: any thread; as admit_lru_stats.
+ */
+enum admit_status admit_lru_stats_ex(struct admit_lru *c,
+                                     struct admit_lru_stats_ex *out,
+                                     size_t size);
 
 ADMIT_API_END
 

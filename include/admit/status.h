@@ -45,6 +45,8 @@ enum admit_status {
 			   can ever hold; nothing changed */
 	ADMIT_ENOTREG,	/* a path names something other than a regular file
 			   (a directory, FIFO, device or socket) */
+	ADMIT_LOADING,	/* get_or_load with ADMIT_LRU_NOWAIT: another caller
+			   is loading the key */
 };
 
 /*

@@ -20,6 +20,7 @@
 
 #include "alloc.h"
 #include "cache/cache.h"
+#include "cache/loader.h"
 #include "cache/shard.h"
 #include "hash.h"
 #include "rcu.h"
@@ -82,6 +83,8 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 	c->policy = cfg->policy;
 	c->seed = cfg->seed ? cfg->seed : admit_random_seed();
 	c->clock = (struct admit_clock){ cfg->clock, cfg->clock_arg };
+	c->listener = cfg->listener;
+	c->listener_arg = cfg->listener_arg;
 	atomic_init(&c->pending, 0);
 	if (c->policy != ADMIT_LRU_PLAIN) {
 		struct admit_tinylfu_config tc = { 0 };
@@ -108,6 +111,8 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 		if (admit_adapt_minisim_new(&p, &c->adapt) != ADMIT_OK)
 			goto out;
 	}
+	if (admit_loads_new(&c->loads) != ADMIT_OK)
+		goto out;
 	c->shards = admit_table_alloc(sizeof(*c->shards) * nshards);
 	if (!c->shards)
 		goto out;
@@ -124,6 +129,7 @@ out:
 			shard_destroy(&c->shards[i]);
 		if (c->shards)
 			admit_table_free(c->shards, sizeof(*c->shards) * nshards);
+		admit_loads_free(c->loads);
 		admit_adapt_free(c->adapt);
 		admit_tinylfu_free(c->tlfu);
 		admit_free(c);
@@ -142,6 +148,7 @@ admit_lru_free(struct admit_lru *c)
 	for (unsigned i = 0; i < c->nshards; i++)
 		shard_destroy(&c->shards[i]);
 	admit_table_free(c->shards, sizeof(*c->shards) * c->nshards);
+	admit_loads_free(c->loads);
 	admit_adapt_free(c->adapt);
 	admit_tinylfu_free(c->tlfu);
 	admit_free(c);
@@ -335,7 +342,7 @@ set_entry(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	 * must not be (its time can pass while this call runs). */
 	shard_lock(s);
 	if (expires_at && !shard_time_locked(s, e, expires_at)) {
-		shard_unlock(s);
+		shard_unlock_deliver(s);
 		admit_free(e);
 		return ADMIT_NOMEM;
 	}
@@ -345,7 +352,7 @@ set_entry(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 		shard_record_locked(s, h, NULL);
 	old = shard_find_live_locked(s, h, key, klen, &p);
 	kept = shard_store_locked(s, e, old, p, false);
-	shard_unlock(s);
+	shard_unlock_deliver(s);
 	return kept ? ADMIT_OK : ADMIT_REJECTED;
 }
 
@@ -402,10 +409,10 @@ admit_lru_delete_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	shard_lock(s);
 	e = shard_find_live_locked(s, h, key, klen, NULL);
 	if (e) {
-		shard_remove_locked(s, e);
+		shard_remove_locked(s, e, ADMIT_LRU_EXPLICIT);
 		shard_flush_locked(s);
 	}
-	shard_unlock(s);
+	shard_unlock_deliver(s);
 	return e ? ADMIT_OK : ADMIT_NOTFOUND;
 }
 
@@ -417,7 +424,7 @@ admit_lru_expire(struct admit_lru *c)
 	for (unsigned i = 0; i < c->nshards; i++) {
 		/* The maintenance removes what is due. */
 		shard_lock(&c->shards[i]);
-		shard_unlock(&c->shards[i]);
+		shard_unlock_deliver(&c->shards[i]);
 	}
 	return ADMIT_OK;
 }
@@ -434,7 +441,7 @@ admit_lru_stats(struct admit_lru *c, struct admit_lru_stats *out)
 
 		shard_lock(s);
 		shard_stats_locked(s, &sum);
-		shard_unlock(s);
+		shard_unlock_deliver(s);
 	}
 	if (c->tlfu) {
 		struct admit_tinylfu_stats ts;
@@ -569,7 +576,7 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 		u.e = NULL;
 	} else if (v == ADMIT_LRU_REMOVE) {
 		if (old) {
-			shard_remove_locked(s, old);
+			shard_remove_locked(s, old, ADMIT_LRU_EXPLICIT);
 			shard_flush_locked(s);
 		}
 	} else {
@@ -580,7 +587,7 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	}
 	if (old)
 		s->st.hits++;
-	shard_unlock(s);
+	shard_unlock_deliver(s);
 	admit_free(u.e);
 	/* One access: the adaptation sees a get. */
 	if (admit_adapt_watches(c->adapt, h))

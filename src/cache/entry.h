@@ -22,7 +22,9 @@
 struct entry {
 	/* The policy's list links and segment, under the shard mutex.  A
 	 * dead entry is chained into its shard's limbo through limbo
-	 * (reclaim.h). */
+	 * (reclaim.h); before that, one the listener has still to see is
+	 * chained through node.next and keeps its cause in node.seg
+	 * (listener.h). */
 	union {
 		struct admit_policy_node node;
 		struct entry *limbo;

@@ -129,7 +129,7 @@ expire_one(void *ctx, struct entry *e)
 {
 	struct shard *s = ctx;
 
-	shard_remove_locked(s, e);
+	shard_remove_locked(s, e, ADMIT_LRU_EXPIRED);
 	s->st.expired++;
 }
 
@@ -217,22 +217,23 @@ shard_record_locked(struct shard *s, uint64_t h, struct entry *e)
 
 /* Unlinks e (already out of the policy's lists) from the index; frees it
  * after a grace period. */
-static void unindex_locked(struct shard *s, struct entry *e) ADMIT_REQUIRES(s->mu);
+static void unindex_locked(struct shard *s, struct entry *e,
+                           enum admit_lru_cause cause) ADMIT_REQUIRES(s->mu);
 static void
-unindex_locked(struct shard *s, struct entry *e)
+unindex_locked(struct shard *s, struct entry *e, enum admit_lru_cause cause)
 {
 	admit_index_remove_locked(&s->ix, e);
 	s->entries--;
 	s->bytes -= admit_entry_charge(e->klen, e->vlen);
 	admit_expiry_remove_locked(e);
-	admit_reclaim_retire_locked(&s->rec, e);
+	shard_gone_locked(s, e, cause);
 }
 
 void
-shard_remove_locked(struct shard *s, struct entry *e)
+shard_remove_locked(struct shard *s, struct entry *e, enum admit_lru_cause cause)
 {
 	admit_policy_remove(&s->pol, &e->node);
-	unindex_locked(s, e);
+	unindex_locked(s, e, cause);
 }
 
 struct entry *
@@ -242,7 +243,7 @@ shard_find_live_locked(struct shard *s, uint64_t h, const void *key,
 	struct entry *e = admit_index_find_locked(&s->ix, h, key, klen, where);
 
 	if (e && admit_expiry_expired(&s->c->clock, e)) {
-		shard_remove_locked(s, e);
+		shard_remove_locked(s, e, ADMIT_LRU_EXPIRED);
 		s->st.expired++;
 		e = admit_index_find_locked(&s->ix, h, key, klen, where);
 	}
@@ -264,7 +265,7 @@ shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
 		s->bytes += charge;
 		s->bytes -= admit_entry_charge(old->klen, old->vlen);
 		admit_expiry_remove_locked(old);
-		admit_reclaim_retire_locked(&s->rec, old);
+		shard_gone_locked(s, old, ADMIT_LRU_REPLACED);
 		admit_policy_hit(&s->pol, &e->node);
 		/* A grown value may put the shard over capacity. */
 		admit_policy_evict(&s->pol);
@@ -365,10 +366,9 @@ op_drop(void *ctx, struct admit_policy_node *n, bool rejected)
 	struct shard *s = ctx;
 	struct entry *e = admit_entry_of(n);
 
-	(void)rejected;
 	if (e == s->fresh)
 		s->fresh = NULL;
-	unindex_locked(s, e);
+	unindex_locked(s, e, rejected ? ADMIT_LRU_REJECTED : ADMIT_LRU_EVICTED);
 }
 
 /* The key hash, for LIRS's ghosts of evicted keys. */
@@ -421,6 +421,8 @@ shard_init(struct admit_lru *c, struct shard *s, const struct admit_lru_config *
 	s->c = c;
 	s->max_entries = part(cfg->capacity, c->nshards, i);
 	s->max_bytes = part(cfg->capacity_bytes, c->nshards, i);
+	atomic_init(&s->max_charge, s->max_bytes);
+	s->gone = (struct admit_gone){ 0 };
 	s->config = ADMIT_MINISIM_START;
 	admit_policy_init(&s->pol, &shard_ops, s,
 	                  c->by_bytes ? s->max_bytes : s->max_entries,
@@ -457,6 +459,7 @@ shard_destroy(struct shard *s)
 			admit_free(admit_entry_of(n));
 		}
 	}
+	shard_gone_destroy(s);
 	admit_reclaim_destroy(&s->rec);
 	admit_expiry_destroy(&s->exp);
 	admit_index_destroy(&s->ix);

@@ -38,14 +38,15 @@
 #include "cache/entry.h"
 #include "cache/expiry.h"
 #include "cache/index.h"
+#include "cache/listener.h"
 #include "cache/locks.h"
 #include "cache/readbuf.h"
 #include "cache/reclaim.h"
 #include "hash.h"
 #include "policy.h"
 
-/* Every field is under mu but c, max_entries and max_bytes (constant), and
- * ix and rb, whose readers' sides are lock-free (their headers). */
+/* Every field is under mu but c (constant), max_charge (atomic), and ix
+ * and rb, whose readers' sides are lock-free (their headers). */
 struct shard {
 	alignas(ADMIT_CACHELINE) struct admit_mutex mu;
 	struct admit_lru *c;
@@ -56,14 +57,20 @@ struct shard {
 	unsigned config;                /* the adaptation's index applied */
 	uint64_t entries, bytes;
 	uint64_t max_entries, max_bytes;/* 0 = no such limit */
+	_Atomic uint64_t max_charge;    /* max_bytes, for the checks made
+	                                 * before the mutex is taken */
 	struct admit_lru_stats st;      /* hits, misses, expired; the rest
 	                                 * filled on read */
 	struct admit_expiry exp;
 	struct admit_reclaim rec;
+	struct admit_gone gone;         /* removals: counts, and the entries
+	                                 * the listener has still to see */
 	/* What a get reads, apart from the lines writers dirty. */
 	alignas(ADMIT_CACHELINE) struct admit_index ix;
 	struct admit_readbuf rb;        /* a thread pushes to one ring */
 };
+
+struct admit_loads;
 
 struct admit_lru {
 	struct shard *shards;
@@ -77,6 +84,9 @@ struct admit_lru {
 	struct admit_adapt *adapt;      /* ADMIT_LRU_ADAPTIVE's, else NULL */
 	struct admit_clock clock;
 	_Atomic uint64_t pending;       /* callbacks queued, not yet done */
+	admit_lru_listener_t listener;  /* constant; NULL: none */
+	void *listener_arg;
+	struct admit_loads *loads;      /* get_or_load's loads under way */
 };
 
 static inline struct shard *
@@ -117,6 +127,30 @@ shard_unlock(struct shard *s)
 {
 	admit_mutex_unlock(&s->mu);
 }
+
+/* A writing call's unlock: releases s's mutex, then tells the listener of
+ * the entries removed since the last delivery and retires them
+ * (listener.h).  With none queued (always, without a listener),
+ * shard_unlock. */
+void shard_unlock_deliver_slow(struct shard *s) ADMIT_RELEASE(s->mu);
+static inline void shard_unlock_deliver(struct shard *s) ADMIT_RELEASE(s->mu);
+static inline void
+shard_unlock_deliver(struct shard *s)
+{
+	if (__builtin_expect(s->gone.head != NULL, 0))
+		shard_unlock_deliver_slow(s);
+	else
+		admit_mutex_unlock(&s->mu);
+}
+
+/* e (out of the policy and the index) has left for cause: counted, then
+ * retired, or queued for the listener. */
+void shard_gone_locked(struct shard *s, struct entry *e,
+                       enum admit_lru_cause cause) ADMIT_REQUIRES(s->mu);
+
+/* With no other call running: tells the listener of the entries still
+ * queued and frees them. */
+void shard_gone_destroy(struct shard *s) ADMIT_NO_TS;
 
 /* A reader's lookup, in a read-side section: the entry of key or NULL.
  * Waits only for a grow of the index that raced a miss. */
@@ -192,8 +226,10 @@ bool shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
                         _Atomic uintptr_t *where, bool force)
 	ADMIT_REQUIRES(s->mu);
 
-/* Takes e out of the policy and the index; freed after a grace period. */
-void shard_remove_locked(struct shard *s, struct entry *e) ADMIT_REQUIRES(s->mu);
+/* Takes e out of the policy and the index, for cause; freed after a grace
+ * period (and after the listener saw it). */
+void shard_remove_locked(struct shard *s, struct entry *e,
+                         enum admit_lru_cause cause) ADMIT_REQUIRES(s->mu);
 
 /* Hands the shard's dead entries towards freeing, if there are enough. */
 static inline void shard_flush_locked(struct shard *s) ADMIT_REQUIRES(s->mu);
@@ -241,9 +277,12 @@ struct entry *shard_entry_new(const struct admit_lru *c, uint64_t h,
 
 /* The largest charge one entry of s may have (0: no byte limit). */
 static inline uint64_t
-shard_max_charge(const struct shard *s)
+shard_max_charge(struct shard *s)
 {
-	return s->max_bytes;
+	/* relaxed: a bound only; admit_lru_set_capacity may change it, and a
+	 * check against either the old or the new one is right (an entry
+	 * over the bound then in force is evicted). */
+	return atomic_load_explicit(&s->max_charge, memory_order_relaxed);
 }
 
 #endif /* ADMIT_CACHE_SHARD_H */
