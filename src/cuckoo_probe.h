@@ -333,7 +333,7 @@ locate_group_w(const struct admit_cuckoo *f, size_t k,
  * instead of starting after them.  Each key's probe is lookup_w(), its
  * miss validated on its own: a group-wide check (every stripe word read
  * before the group's buckets and again after them, one branch) costs more
- * (doc/filter-benchmarks.md).  A call of one group (n <= CUCKOO_BATCH) is
+ * (doc/tried.md).  A call of one group (n <= CUCKOO_BATCH) is
  * located, then probed. */
 static inline __attribute__((always_inline)) void
 contains_many_w(const struct admit_cuckoo *f, size_t n,
