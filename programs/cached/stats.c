@@ -120,6 +120,7 @@ do_stats(struct conn *c, const struct cached_req *req)
 	for (unsigned t = 0; t < srv->opt.threads; t++) {
 		atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)&srv->workers[t].ctr;
 
+		/* relaxed: struct counters says why. */
 		for (size_t i = 0; i < NCOUNTERS; i++)
 			sum[i] += atomic_load_explicit(&a[i], memory_order_relaxed);
 	}
