@@ -72,6 +72,7 @@ struct options {
 	uint64_t memory_mb, conn_memory_mb;
 	size_t max_item, max_line;
 	bool admission;
+	const char *state_file;   /* --state-file; NULL = none */
 };
 
 /* Per-worker statistics: written by the worker alone, read by any worker

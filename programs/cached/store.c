@@ -47,10 +47,11 @@
 
 int
 cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
-                 struct cached_store **out)
+                 uint64_t seed, struct cached_store **out)
 {
 	struct admit_lru_config cfg = {
 		.capacity_bytes = memory_bytes,
+		.seed = seed,
 		.policy = admission ? ADMIT_LRU_ADAPTIVE : ADMIT_LRU_PLAIN,
 	};
 	struct cached_store *st;
@@ -62,8 +63,9 @@ cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
 	while (shards > 1 && memory_bytes / shards < 4 * (max_item + HDR + 512))
 		shards /= 2;
 	cfg.shards = shards;
-	if (getrandom(&cfg.seed, sizeof(cfg.seed), 0) != sizeof(cfg.seed) ||
-	    !cfg.seed)
+	if (!cfg.seed &&
+	    (getrandom(&cfg.seed, sizeof(cfg.seed), 0) != sizeof(cfg.seed) ||
+	     !cfg.seed))
 		cfg.seed = (uint64_t)time(NULL) | 1;
 	st = calloc(1, sizeof(*st));
 	if (!st)
@@ -76,6 +78,8 @@ cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
 		return EINVAL;
 	}
 	st->lru = lru;
+	st->seed = cfg.seed;
+	st->memory_bytes = memory_bytes;
 	st->max_item = max_item;
 	atomic_init(&st->cas_seq, 0);
 	atomic_init(&st->flush_at, 0);

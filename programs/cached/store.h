@@ -80,8 +80,13 @@ struct cached_store_stats {
 	                               * them) */
 };
 
+/* A store of memory_bytes for items of up to max_item bytes, with
+ * admission or plain LRU; seed is the cache's hash seed (0 = random: a
+ * state file gives the saved one back, so each key has its shard of
+ * before).  Errors: ENOMEM, EINVAL (admit_lru_new refused it, said on
+ * stderr). */
 int cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
-                     struct cached_store **out);
+                     uint64_t seed, struct cached_store **out);
 void cached_store_free(struct cached_store *st);
 /* One scratch per thread that calls the functions below.  Returns 0. */
 int cached_scratch_init(struct cached_scratch *s, struct cached_store *st);

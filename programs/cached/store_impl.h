@@ -38,6 +38,8 @@ struct cached_store {
 	struct admit_lru *lru;           /* for the store's life: written
 	                                  * before any thread that reads it
 	                                  * is created */
+	uint64_t seed;                   /* the cache's hash seed */
+	uint64_t memory_bytes;           /* its byte capacity */
 	size_t max_item;
 	atomic_uint_fast64_t cas_seq;    /* last unique handed out */
 	atomic_int_fast64_t flush_at;    /* pending delayed flush; 0 = none */
