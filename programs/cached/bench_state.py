@@ -6,6 +6,11 @@
 # load times (as the server reports them), the file's size and how many
 # items came back with the same flags and CAS unique.  By hand, not in
 # make check: bench_state.sh [N]; KEEP_DIR=dir keeps the state file there.
+# bench_state.sh zipf: a Zipf workload (1 M keys, s = 0.99, 100-byte
+# values, get then set on a miss) through a 32 MiB cache: the hit ratio of
+# the 300,000 requests before a restart, and of the 300,000 after it with
+# --state-file and without (a cache that starts empty, as memcached
+# without -e does).
 import os
 import re
 import signal
@@ -17,7 +22,8 @@ import time
 
 BUILD = os.environ.get("top_builddir", ".")
 SERVER = os.path.join(BUILD, "programs", "cached", "admit-cached")
-N = int(sys.argv[1]) if len(sys.argv) > 1 else 1000000
+ZIPF = len(sys.argv) > 1 and sys.argv[1] == "zipf"
+N = int(sys.argv[1]) if len(sys.argv) > 1 and not ZIPF else 1000000
 BATCH = 2000
 VALUE = b"v" * 100
 
@@ -30,16 +36,20 @@ def free_port():
     return port
 
 
-def start(path, err):
+def start(path, err, memory=1024):
     port = free_port()
-    p = subprocess.Popen([SERVER, "--port", str(port), "--memory", "1024",
-                          "--state-file", path], stdout=subprocess.DEVNULL,
+    state = ["--state-file", path] if path else []
+    p = subprocess.Popen([SERVER, "--port", str(port), "--memory",
+                          str(memory)] + state, stdout=subprocess.DEVNULL,
                          stderr=err)
     for _ in range(600):
         try:
-            return p, socket.create_connection(("127.0.0.1", port))
+            s = socket.create_connection(("127.0.0.1", port))
         except OSError:
             time.sleep(0.05)
+            continue
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return p, s
     sys.exit("cannot start %s" % SERVER)
 
 
@@ -115,4 +125,60 @@ def main():
           (same, len(before), 100.0 * same / max(1, len(before))))
 
 
-main()
+def zipf_keys(n, rng):
+    """n keys drawn from 1 M keys with Zipf s = 0.99."""
+    if not hasattr(zipf_keys, "cdf"):
+        acc, cdf = 0.0, []
+        for r in range(1, 1000001):
+            acc += 1.0 / r ** 0.99
+            cdf.append(acc)
+        zipf_keys.cdf = cdf
+    return rng.choices(range(1000000), cum_weights=zipf_keys.cdf, k=n)
+
+
+def replay(s, keys):
+    """Hit ratio of get-then-set-on-miss over keys."""
+    hits = 0
+    for i in range(0, len(keys), 500):
+        batch = keys[i:i + 500]
+        s.sendall(b"".join(b"get z:%d\r\n" % k for k in batch))
+        buf = b""
+        while buf.count(b"END\r\n") < len(batch):
+            buf += s.recv(1 << 20)
+        found = set(int(m) for m in re.findall(rb"VALUE z:(\d+) ", buf))
+        hits += sum(1 for k in batch if k in found)
+        miss = [k for k in batch if k not in found]
+        s.sendall(b"".join(b"set z:%d 0 0 100 noreply\r\n%s\r\n" %
+                           (k, VALUE) for k in miss))
+    return 100.0 * hits / len(keys)
+
+
+def zipf_main():
+    import random
+    rng = random.Random(1)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "zipf.state")
+        err = tempfile.TemporaryFile()
+        p, s = start(path, err, 32)
+        replay(s, zipf_keys(2000000, rng))
+        before = replay(s, zipf_keys(300000, rng))
+        s.close()
+        stop(p, err)
+        after_keys = zipf_keys(300000, rng)
+        results = []
+        for state in (path, None):
+            err = tempfile.TemporaryFile()
+            p, s = start(state, err, 32)
+            results.append(replay(s, list(after_keys)))
+            s.close()
+            stop(p, err)
+            if state:
+                os.unlink(path)  # the cold run must not save over it
+    print("hit ratio before the restart %.2f %%; after it with --state-file "
+          "%.2f %%, starting empty %.2f %%" % (before, results[0], results[1]))
+
+
+if ZIPF:
+    zipf_main()
+else:
+    main()
