@@ -157,7 +157,8 @@ def round_trip(d):
           "CAS counter above the loaded: %r" % new)
     rc, err = srv.stop()
     n = len(TEXT) + len(BINARY)
-    check("loaded %d of %d items" % (n, n) in err, "load message: %r" % err)
+    check(rc == 0 and "loaded %d of %d items" % (n, n) in err,
+          "load: rc %d, %r" % (rc, err))
     return path
 
 
@@ -273,7 +274,9 @@ def smaller(d):
                     b"\r\n").count(b"VALUE")
     hot = srv.send(b"get " + b" ".join(b"k%d" % j for j in range(5700, 6000))
                    + b"\r\n").count(b"VALUE")
-    srv.stop()
+    rc, err = srv.stop()
+    check(rc == 0 and "coldest beyond --memory" in err, "smaller: rc %d %r" %
+          (rc, err))
     print("smaller --memory: %d saved; back: %d of the 1000 coldest, %d of "
           "the 300 hottest" % (saved, cold, hot))
     check(saved == 6000, "all 6000 fit in 16 MiB: %d" % saved)
