@@ -265,6 +265,8 @@ load_part(void *arg)
 		struct rec r;
 		uint64_t exp, h;
 
+		if (!pt->from[i].p)
+			continue;  /* left out by trim_to_fit */
 		rec_at(pt->from[i].p, &r, &exp);
 		h = admit_lru_hash(lru, r.key, r.klen);
 		if (admit_lru_shard_index(lru, h) % pt->parts != pt->part)
@@ -316,33 +318,56 @@ load_parts(struct cached_store *st, const struct slot *v, size_t n,
 	atomic_store(&st->cas_seq, max_cas);
 }
 
+/*
+ * Leaves out (p = NULL) the coldest records of each of st's shards that
+ * would not fit in its share of --memory: walking v hottest first, a
+ * record is kept while its shard's share has room for it.  A shard that
+ * overflowed while loading would evict what its policy picks (in LIRS,
+ * the entries loaded last: the hottest), not the coldest.
+ */
+static void
+trim_to_fit(struct cached_store *st, struct slot *v, size_t n,
+            struct cached_state_counts *out)
+{
+	uint64_t used[STATE_MAX_SHARDS] = { 0 };
+	uint64_t share = st->memory_bytes / st->shards;
+
+	for (size_t i = n; i-- > 0;) {
+		struct rec r;
+		uint64_t exp, charge;
+		unsigned sh;
+
+		rec_at(v[i].p, &r, &exp);
+		sh = admit_lru_shard_index(st->lru,
+		                           admit_lru_hash(st->lru, r.key, r.klen));
+		charge = admit_lru_entry_charge(r.klen, HDR + (size_t)r.vlen);
+		if (sh < STATE_MAX_SHARDS && used[sh] + charge <= share) {
+			used[sh] += charge;
+		} else {
+			v[i].p = NULL;
+			out->cold++;
+		}
+	}
+}
+
 int
 cached_state_load(struct cached_store *st, const struct cached_state *s,
                   struct cached_state_counts *out)
 {
 	uint64_t now_wall = (uint64_t)time(NULL), total;
 	struct slot *v;
-	size_t n, i = 0;
+	size_t n;
 
 	memset(out, 0, sizeof(*out));
 	v = wanted(st, s, now_wall, &n, &total, out);
 	if (!v)
 		return ENOMEM;
 	/* All fit when they fit in --memory: they fitted in the cache they
-	 * came from.  Else the coldest of every shard alike go until the rest
-	 * fit in 90 % of it, the margin left for the shards the hash fills
-	 * fuller than the average (a full shard evicts what its policy picks,
-	 * not the coldest). */
+	 * came from, whose shards (the same seed and memory, the same shards)
+	 * each held theirs. */
 	if (total > st->memory_bytes)
-		for (; i < n && total > st->memory_bytes / 10 * 9; i++) {
-			struct rec r;
-			uint64_t exp;
-
-			rec_at(v[i].p, &r, &exp);
-			total -= admit_lru_entry_charge(r.klen, HDR + (size_t)r.vlen);
-			out->cold++;
-		}
-	load_parts(st, v + i, n - i, out);
+		trim_to_fit(st, v, n, out);
+	load_parts(st, v, n, out);
 	free(v);
 	return 0;
 }

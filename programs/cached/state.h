@@ -74,8 +74,8 @@ struct cached_state_counts {
 /*
  * Stores every unexpired record of a checked file into st, coldest first,
  * past admission (ADMIT_LRU_STORE_FORCE), with its flags, CAS unique and
- * expiry; when they would not all fit in --memory, the coldest of every
- * shard alike are left out until the rest fit in 90 % of it.  The store's
+ * expiry; when they would not all fit in --memory, each of st's shards
+ * gets the hottest of its records that fit in its share.  The store's
  * CAS counter then starts above the largest unique loaded.  Loads with a
  * thread per online CPU (up to 8), each over its own shards.  Call before
  * any other thread uses st.  Returns 0, or ENOMEM (nothing loaded).

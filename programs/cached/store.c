@@ -80,6 +80,7 @@ cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
 	st->lru = lru;
 	st->seed = cfg.seed;
 	st->memory_bytes = memory_bytes;
+	st->shards = shards;
 	st->max_item = max_item;
 	atomic_init(&st->cas_seq, 0);
 	atomic_init(&st->flush_at, 0);

@@ -40,6 +40,8 @@ struct cached_store {
 	                                  * is created */
 	uint64_t seed;                   /* the cache's hash seed */
 	uint64_t memory_bytes;           /* its byte capacity */
+	unsigned shards;                 /* its shards, each given an equal
+	                                  * share of memory_bytes */
 	size_t max_item;
 	atomic_uint_fast64_t cas_seq;    /* last unique handed out */
 	atomic_int_fast64_t flush_at;    /* pending delayed flush; 0 = none */
