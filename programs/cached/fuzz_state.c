@@ -3,9 +3,9 @@
  * (state.c).  The input after its first byte is the file; when that byte
  * is odd its checksum is recomputed first, so the checks past the checksum
  * (record bounds, the count) and the loading itself are reached.  A file
- * the checks accept is loaded into a small store (2 MiB, items up to
- * 4 KiB: the trimming of the coldest is reached too); every record must
- * be accounted for once, and the store saved again must give a file the
+ * the checks accept is loaded into a small store (8 KiB, items up to
+ * 4 KiB, so that a few records overflow it and the trimming to fit is
+ * reached too); every record must be accounted for once, and the store saved again must give a file the
  * checks accept with no more items than were loaded.  The store is made
  * once and emptied (flush_all) after each input.
  * Build: make fuzz (needs clang); run: programs/cached/fuzz_state
@@ -34,7 +34,7 @@ static char path[64];
 static void
 setup(void)
 {
-	if (cached_store_new(2u << 20, 4096, true, 0x5eed, &st))
+	if (cached_store_new(8u << 10, 4096, true, 0x5eed, &st))
 		abort();
 	snprintf(path, sizeof(path), "%s/fuzz_state.%ld",
 	         access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp",
