@@ -13,7 +13,8 @@
  * doorkeeper block and two cuckoo buckets, three lines, and writes up to
  * two; here it reads one line and writes at most four words of it.  The
  * cache's holds one 64-bit word (16 counters) per entry, rounded up to a
- * power of two: 8 to 16 bytes an entry against the filter's 34.5.
+ * power of two, and at least 64 KiB (cache.c): 8 to 16 bytes an entry
+ * against the filter's 34.5.
  * doc/design.md ("The frequency sketch") has the argument and the hit
  * ratios.  Internal: never installed, not exported.
  *
