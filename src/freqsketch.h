@@ -86,8 +86,13 @@ unsigned admit_freqsketch_estimate(const struct admit_freqsketch *s,
 bool admit_freqsketch_admit(struct admit_freqsketch *s, uint64_t candidate,
                             uint64_t victim);
 
-/* Steady mode (tinylfu_internal.h's): no aging, no admission by chance;
- * records are still counted so the next aging falls where it would. */
+/* Steady mode: counts are never halved (records are still counted, so
+ * the first aging after steady mode ends falls where it would have) and no
+ * candidate is admitted by chance.  Frequencies then rank keys over the
+ * whole run, which is what a loop larger than the cache needs: every key
+ * is as frequent as every other, ties keep the victim, and the cache holds
+ * one fixed part of the loop, as LIRS does, instead of churning.  Records
+ * and contests see the change soon, not at once. */
 void admit_freqsketch_set_steady(struct admit_freqsketch *s, bool steady);
 
 /* Bytes of the table, and all the sketch took from its allocator. */
