@@ -28,7 +28,7 @@
  * (segmented LRU with TinyLFU up to mostly recency), plain LRU, 20 %
  * without admission (segmented LRU), and W-TinyLFU's 1 % window with
  * steady frequencies (no aging, no chance admission: what a loop larger
- * than the cache needs, tinylfu_internal.h), and LIRS (policy.h).
+ * than the cache needs, freqsketch.h), and LIRS (policy.h).
  * Protected is 80 % of main throughout (Caffeine's).  Of two that score
  * alike the earlier wins (decide()): plain LRU before the segmented LRU,
  * which ties with it where only recency pays (a zigzag) and then holds

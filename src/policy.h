@@ -107,7 +107,7 @@ struct admit_policy_ops {
  * must win the contest to enter main (false: it always enters, main's
  * victim leaves).  steady is the contest's, not the core's: its
  * frequencies never age and no candidate wins by chance
- * (tinylfu_internal.h). */
+ * (freqsketch.h). */
 struct admit_policy_config {
 	unsigned window_percent;        /* 0..100 */
 	unsigned protected_percent;     /* 0..100 */

@@ -26,7 +26,6 @@
 #include "cuckoo_internal.h"
 #include "debug.h"
 #include "hash.h"
-#include "tinylfu_internal.h"
 
 #define STRIPES 16u           /* power of two */
 #define MAX_BATCH 64u
@@ -58,8 +57,6 @@ struct admit_tinylfu {
 	 * failed cuckoo-path search, cleared by aging).  Read on most records,
 	 * written about twice per sample. */
 	_Atomic bool crowded;
-	/* admit_tinylfu_set_steady(): no aging, no chance admission. */
-	_Atomic bool steady;
 
 	alignas(ADMIT_CACHELINE) _Atomic uint64_t total;
 	atomic_flag aging;
@@ -203,19 +200,6 @@ age(struct admit_tinylfu *t)
 	atomic_flag_clear_explicit(&t->aging, memory_order_release);
 }
 
-void
-admit_tinylfu_set_steady(struct admit_tinylfu *t, bool steady)
-{
-	/* relaxed: a mode, read as a hint by records and contests. */
-	atomic_store_explicit(&t->steady, steady, memory_order_relaxed);
-}
-
-uint64_t
-tinylfu_seed(const struct admit_tinylfu *t)
-{
-	return t->seed;
-}
-
 uint64_t
 admit_tinylfu_hash(const struct admit_tinylfu *t, const void *key, size_t len)
 {
@@ -243,32 +227,6 @@ count(struct admit_tinylfu *t, const struct cuckoo_pos *p)
 	if (!crowded)
 		/* relaxed: as above. */
 		atomic_store_explicit(&t->crowded, true, memory_order_relaxed);
-}
-
-struct tinylfu_place
-tinylfu_place_of(const struct admit_tinylfu *t, uint64_t h)
-{
-	struct cuckoo_pos p;
-
-	cuckoo_locate(t->freq, &h, sizeof(h), &p);
-	/* A counting store's fingerprints are 16 - COUNTER_BITS bits. */
-	debug_check(p.fp <= UINT16_MAX);
-	return (struct tinylfu_place){ .fp = (uint16_t)p.fp, .i1 = p.i1 };
-}
-
-void
-tinylfu_prefetch_batch(const struct admit_tinylfu *t, const uint64_t *h,
-                       const struct tinylfu_place *pl, size_t n,
-                       struct tinylfu_where *w)
-{
-	const struct admit_cuckoo *freq = t->freq;
-
-	cbf_prefetch_batch(t->door, h, n);
-	for (size_t i = 0; i < n; i++) {
-		cuckoo_pos_at(freq, pl[i].i1, pl[i].fp, 16 - COUNTER_BITS, &w[i].p);
-		__builtin_prefetch(cuckoo_bucket_addr(freq, w[i].p.i1), 1);
-		__builtin_prefetch(cuckoo_bucket_addr(freq, w[i].p.i2), 1);
-	}
 }
 
 /* The store's and the doorkeeper's part of the record of h, whose place in
@@ -307,9 +265,7 @@ tally(struct admit_tinylfu *t, uint64_t n)
 		/* The total moves in whole batches, so it crosses each
 		 * multiple of W exactly once. */
 		debug_check(old % t->batch == 0);
-		/* relaxed: a mode switch may take effect one sample late. */
-		if ((old + t->batch) / t->sample != old / t->sample &&
-		    !atomic_load_explicit(&t->steady, memory_order_relaxed))
+		if ((old + t->batch) / t->sample != old / t->sample)
 			age(t);
 	}
 }
@@ -321,25 +277,6 @@ record_at(struct admit_tinylfu *t, uint64_t h, const struct cuckoo_pos *p)
 	/* relaxed: as in tally(). */
 	tally(t, atomic_fetch_add_explicit(&stripe_of_thread(t)->records, 1,
 	                                   memory_order_relaxed) + 1);
-}
-
-void
-tinylfu_record_batch(struct admit_tinylfu *t, const uint64_t *h,
-                     const struct tinylfu_where *w, size_t n)
-{
-	uint64_t base;
-
-	if (n == 0)
-		return;
-	/* The stripe's n counts taken at once, one locked add instead of n:
-	 * record i is the one that brought it to base + i + 1.  relaxed: as
-	 * in tally(). */
-	base = atomic_fetch_add_explicit(&stripe_of_thread(t)->records, n,
-	                                 memory_order_relaxed);
-	for (size_t i = 0; i < n; i++) {
-		count_at(t, h[i], &w[i].p);
-		tally(t, base + i + 1);
-	}
 }
 
 enum admit_status
@@ -362,13 +299,11 @@ admit_tinylfu_record(struct admit_tinylfu *t, const void *key, size_t len)
 	return admit_tinylfu_record_hash(t, admit_hash(key, len, t->seed));
 }
 
-/* A key's estimate; locked: the caller excludes every writer of t
- * (tinylfu_admit_hash_locked()), so the store's count needs no validation. */
+/* A key's estimate. */
 static inline __attribute__((always_inline)) unsigned
-estimate(const struct admit_tinylfu *t, uint64_t h, bool locked)
+estimate(const struct admit_tinylfu *t, uint64_t h)
 {
-	unsigned freq = locked ? cuckoo_counter_count_locked(t->freq, h)
-	                       : cuckoo_counter_count(t->freq, h);
+	unsigned freq = cuckoo_counter_count(t->freq, h);
 
 	debug_check(freq <= COUNTER_MAX);
 	return cbf_contains_hash(t->door, h) + freq;
@@ -377,7 +312,7 @@ estimate(const struct admit_tinylfu *t, uint64_t h, bool locked)
 unsigned
 admit_tinylfu_estimate_hash(const struct admit_tinylfu *t, uint64_t h)
 {
-	return t ? estimate(t, h, false) : 0;
+	return t ? estimate(t, h) : 0;
 }
 
 unsigned
@@ -389,26 +324,22 @@ admit_tinylfu_estimate(const struct admit_tinylfu *t, const void *key,
 	return admit_tinylfu_estimate_hash(t, admit_hash(key, len, t->seed));
 }
 
-/* admit_tinylfu_admit_hash() on t not NULL, its estimates as estimate()'s
- * locked says. */
+/* admit_tinylfu_admit_hash() on t not NULL. */
 static inline __attribute__((always_inline)) bool
-contest(struct admit_tinylfu *t, uint64_t candidate, uint64_t victim,
-        bool locked)
+contest(struct admit_tinylfu *t, uint64_t candidate, uint64_t victim)
 {
 	unsigned ce, ve;
 	uint64_t r;
 
-	ce = estimate(t, candidate, locked);
+	ce = estimate(t, candidate);
 	/* An estimate of 0 cannot beat the victim's and is below warm (at
 	 * least 1): the candidate loses, the victim's estimate unneeded. */
 	if (ce == 0)
 		return false;
-	ve = estimate(t, victim, locked);
+	ve = estimate(t, victim);
 	if (ce > ve)
 		return true;
-	/* relaxed: as in admit_tinylfu_record_hash(). */
-	if (ce < t->warm || t->chance_shift >= 64 ||
-	    atomic_load_explicit(&t->steady, memory_order_relaxed))
+	if (ce < t->warm || t->chance_shift >= 64)
 		return false;
 	/* relaxed: each caller only needs a distinct point of the sequence. */
 	r = admit_mix64(atomic_fetch_add_explicit(&stripe_of_thread(t)->rng,
@@ -425,15 +356,7 @@ bool
 admit_tinylfu_admit_hash(struct admit_tinylfu *t, uint64_t candidate,
                          uint64_t victim)
 {
-	return t && contest(t, candidate, victim, false);
-}
-
-bool
-tinylfu_admit_hash_locked(struct admit_tinylfu *t, uint64_t candidate,
-                          uint64_t victim)
-{
-	debug_check(t != NULL);
-	return contest(t, candidate, victim, true);
+	return t && contest(t, candidate, victim);
 }
 
 bool

@@ -13,22 +13,30 @@
 #include "testutil.h"
 
 static struct admit_adapt *
-adapt_new(uint64_t capacity, struct admit_tinylfu **tlfu)
+adapt_new(uint64_t capacity, struct admit_freqsketch **sk)
 {
+	struct admit_tinylfu_config tc = { .cache_capacity = capacity, .seed = 7 };
 	struct admit_adapt_params p = { capacity, capacity, NULL, NULL, 42 };
 	struct admit_adapt *a;
 
-	ck_assert_int_eq(admit_tinylfu_new(capacity, 7, tlfu), ADMIT_OK);
-	p.tlfu = *tlfu;
+	ck_assert_int_eq(admit_freqsketch_new(&tc, 1, sk), ADMIT_OK);
+	p.sketch = *sk;
 	ck_assert_int_eq(admit_adapt_minisim_new(&p, &a), ADMIT_OK);
 	return a;
 }
 
+/* A key's hash, as the cache's would be: any well-mixed 64 bits. */
+static uint64_t
+hash_of(uint64_t k)
+{
+	return test_key(k);
+}
+
 START_TEST(test_watch_and_record)
 {
-	struct admit_tinylfu *t;
+	struct admit_freqsketch *t;
 	struct admit_adapt *a = adapt_new(1000, &t);
-	uint64_t h = admit_tinylfu_hash(t, KEY(1));
+	uint64_t h = hash_of(1);
 	uint64_t bytes, switches;
 
 	ck_assert(admit_adapt_watches(a, h));  /* small: every key */
@@ -36,46 +44,46 @@ START_TEST(test_watch_and_record)
 	ck_assert(!admit_adapt_watches(NULL, h));
 	ck_assert_uint_eq(a->ops->current(a), ADMIT_MINISIM_START);
 	a->ops->on_get(a, h, false, false);
-	ck_assert_uint_eq(admit_tinylfu_estimate_hash(t, h), 0);
+	ck_assert_uint_eq(admit_freqsketch_estimate(t, h), 0);
 	a->ops->on_set(a, h, 1);
-	ck_assert_uint_eq(admit_tinylfu_estimate_hash(t, h), 1);
+	ck_assert_uint_eq(admit_freqsketch_estimate(t, h), 1);
 	a->ops->on_get(a, h, true, true);
-	ck_assert_uint_eq(admit_tinylfu_estimate_hash(t, h), 2);
+	ck_assert_uint_eq(admit_freqsketch_estimate(t, h), 2);
 	a->ops->on_get(a, h, true, false);  /* a quiet hit: no record */
-	ck_assert_uint_eq(admit_tinylfu_estimate_hash(t, h), 2);
+	ck_assert_uint_eq(admit_freqsketch_estimate(t, h), 2);
 	a->ops->on_compute(a, h, true);  /* the sample only */
-	ck_assert_uint_eq(admit_tinylfu_estimate_hash(t, h), 2);
+	ck_assert_uint_eq(admit_freqsketch_estimate(t, h), 2);
 	admit_adapt_record_now(a, h);
-	ck_assert_uint_eq(admit_tinylfu_estimate_hash(t, h), 3);
+	ck_assert_uint_eq(admit_freqsketch_estimate(t, h), 3);
 	a->ops->stats(a, &bytes, &switches);
 	ck_assert_uint_gt(bytes, 0);
 	ck_assert_uint_eq(switches, 0);
 	admit_adapt_free(a);
-	admit_tinylfu_free(t);
+	admit_freqsketch_free(t);
 }
 END_TEST
 
 START_TEST(test_sample_of_big_cache)
 {
-	struct admit_tinylfu *t;
+	struct admit_freqsketch *t;
 	struct admit_adapt *a = adapt_new(1000000, &t);
 	unsigned watched = 0;
 
 	for (uint64_t i = 0; i < 100000; i++)
-		watched += admit_adapt_watches(a, admit_tinylfu_hash(t, KEY(i)));
+		watched += admit_adapt_watches(a, hash_of(i));
 	/* About ADMIT_MINISIM_MAX_ENTRIES / 1 M of the keys. */
 	ck_assert_uint_gt(watched, 50);
 	ck_assert_uint_lt(watched, 2000);
 	admit_adapt_free(a);
-	admit_tinylfu_free(t);
+	admit_freqsketch_free(t);
 }
 END_TEST
 
 /* A get-then-set-on-miss driver, as a cache would call the hooks. */
 static void
-request(struct admit_adapt *a, struct admit_tinylfu *t, uint64_t k, bool *in)
+request(struct admit_adapt *a, uint64_t k, bool *in)
 {
-	uint64_t h = admit_tinylfu_hash(t, KEY(k));
+	uint64_t h = hash_of(k);
 
 	a->ops->on_get(a, h, in[k], in[k]);
 	if (!in[k]) {
@@ -87,7 +95,7 @@ request(struct admit_adapt *a, struct admit_tinylfu *t, uint64_t k, bool *in)
 START_TEST(test_zigzag_moves_to_lru)
 {
 	enum { CAP = 500, KEYS = 1000 };
-	struct admit_tinylfu *t;
+	struct admit_freqsketch *t;
 	struct admit_adapt *a = adapt_new(CAP, &t);
 	static bool in[KEYS];
 	uint64_t bytes, switches;
@@ -96,12 +104,12 @@ START_TEST(test_zigzag_moves_to_lru)
 	 * which plain LRU keeps and admission turns away. */
 	for (int pass = 0; pass < 40; pass++)
 		for (uint64_t i = 0; i < KEYS; i++)
-			request(a, t, pass % 2 ? KEYS - 1 - i : i, in);
+			request(a, pass % 2 ? KEYS - 1 - i : i, in);
 	ck_assert_uint_ne(a->ops->current(a), ADMIT_MINISIM_START);
 	a->ops->stats(a, &bytes, &switches);
 	ck_assert_uint_gt(switches, 0);
 	admit_adapt_free(a);
-	admit_tinylfu_free(t);
+	admit_freqsketch_free(t);
 }
 END_TEST
 

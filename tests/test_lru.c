@@ -260,7 +260,7 @@ START_TEST(test_entry_charge)
 		void *p = admit_malloc(sizeof(struct entry) + k + v);
 
 		ck_assert_uint_eq(ch, admit_entry_charge(k, v));
-		ck_assert_uint_ge(ch, (usable_size(p) + ADMIT_ENTRY_INDEX_SHARE) * 5 / 4);
+		ck_assert_uint_ge(ch, (usable_size(p) + ADMIT_ENTRY_INDEX_SHARE) * 8 / 7);
 		admit_free(p);
 	}
 	for (uint64_t i = 0; i < 50; i++) {

@@ -18,7 +18,6 @@
 #include "alloc.h"
 #include "cuckoo_internal.h"
 #include "testutil.h"
-#include "tinylfu_internal.h"
 
 #define SEED 0x71f05eedull
 
@@ -113,47 +112,6 @@ START_TEST(test_record_estimate)
 }
 END_TEST
 
-/* Records made in batches located by the places and the prefetch
- * (admit_lru's entries and drain) are the records
- * admit_tinylfu_record_hash() makes one by one: two sketches of one seed,
- * fed one skewed stream each way past agings that fall inside batches
- * (W = 1,000, batches of 1 to 45 records), estimate every key alike. */
-START_TEST(test_record_batch)
-{
-	struct admit_tinylfu *a = make(100, 0, 0), *b = make(100, 0, 0);
-	struct admit_tinylfu_stats sa, sb;
-	uint64_t h[45];
-	struct tinylfu_place pl[45];
-	struct tinylfu_where w[45];
-	uint64_t i = 0;
-
-	for (size_t n = 1; i < 3000; n = n % 45 + 1) {
-		size_t k = 0;
-
-		for (; k < n && i < 3000; k++, i++) {
-			h[k] = admit_tinylfu_hash(a, KEY(i % 7 ? i % 37 : i));
-			pl[k] = tinylfu_place_of(b, h[k]);
-			ck_assert_int_eq(admit_tinylfu_record_hash(a, h[k]),
-			                 ADMIT_OK);
-		}
-		tinylfu_prefetch_batch(b, h, pl, k, w);
-		tinylfu_record_batch(b, h, w, k);
-	}
-	admit_tinylfu_stats(a, &sa);
-	admit_tinylfu_stats(b, &sb);
-	ck_assert_uint_eq(sa.records, 3000);
-	ck_assert_uint_eq(sb.records, 3000);
-	ck_assert_uint_eq(sb.agings, sa.agings);
-	ck_assert_uint_ge(sa.agings, 2);
-	for (i = 0; i < 3000; i++)
-		ck_assert_uint_eq(admit_tinylfu_estimate(b, KEY(i)),
-		                  admit_tinylfu_estimate(a, KEY(i)));
-	ck_assert_uint_gt(admit_tinylfu_estimate(a, KEY(1)), 1);
-	admit_tinylfu_free(a);
-	admit_tinylfu_free(b);
-}
-END_TEST
-
 /* cuckoo_counter_count() (the estimates' store count) and its unvalidated
  * form cuckoo_counter_count_locked() are admit_cuckoo_count() of an 8-byte
  * key, on a counting table crowded
@@ -222,43 +180,6 @@ START_TEST(test_aging)
 }
 END_TEST
 
-/* Steady mode (admit_lru's adaptive policy may run the sketch so): no
- * aging however many records, no admission by chance; back in the aging
- * mode, the next sample boundary ages again. */
-START_TEST(test_steady)
-{
-	struct admit_tinylfu *t = make(100, 0, 0);  /* W = 1000 */
-	struct admit_tinylfu_stats st;
-	unsigned won = 0;
-
-	admit_tinylfu_set_steady(t, true);
-	record_n(t, 0, 8);
-	for (uint64_t i = 1; i < 2992; i++)
-		record_n(t, i, 1);
-	admit_tinylfu_stats(t, &st);
-	ck_assert_uint_eq(st.agings, 0);
-	ck_assert_uint_eq(admit_tinylfu_estimate(t, KEY(0)), 8);
-	/* A warm candidate that ties the victim (both at the counters' top):
-	 * 1 in 128 wins aging, none steady. */
-	record_n(t, 0, 20);
-	record_n(t, 7000, 20);
-	ck_assert_uint_eq(admit_tinylfu_estimate(t, KEY(0)),
-	                  admit_tinylfu_estimate(t, KEY(7000)));
-	for (int i = 0; i < 2000; i++)
-		won += admit_tinylfu_admit(t, KEY(7000), KEY(0));
-	ck_assert_uint_eq(won, 0);
-	admit_tinylfu_set_steady(t, false);
-	for (int i = 0; i < 2000; i++)
-		won += admit_tinylfu_admit(t, KEY(7000), KEY(0));
-	ck_assert_uint_gt(won, 0);
-	record_n(t, 8000, 1000);
-	admit_tinylfu_stats(t, &st);
-	ck_assert_uint_eq(st.agings, 1);
-	ck_assert_uint_eq(admit_tinylfu_estimate(t, KEY(0)), 7);  /* 15 / 2 */
-	admit_tinylfu_free(t);
-}
-END_TEST
-
 START_TEST(test_admit)
 {
 	struct admit_tinylfu *t = make(1000, 0, 0);
@@ -275,35 +196,6 @@ START_TEST(test_admit)
 	}
 	/* admit() records nothing. */
 	ck_assert_uint_eq(admit_tinylfu_estimate(t, KEY(3)), 0);
-	admit_tinylfu_free(t);
-}
-END_TEST
-
-/* tinylfu_admit_hash_locked() decides every contest as
- * admit_tinylfu_admit_hash() does (steady: no chance admissions, so each
- * call's answer is the estimates' alone), on a sketch whose keys range
- * from unseen through once (the doorkeeper alone) to the counters' top. */
-START_TEST(test_admit_locked)
-{
-	struct admit_tinylfu *t = make(2000, 0, 0);
-	struct tally ty = TALLY_INIT;
-	uint64_t wins = 0;
-
-	admit_tinylfu_set_steady(t, true);
-	for (uint64_t k = 0; k < 4000; k++)
-		for (uint64_t n = 0; n < k % 19; n++)
-			(void)admit_tinylfu_record_hash(t, prng_mix(k));
-	for (uint64_t i = 0; i < 20000; i++) {
-		uint64_t c = prng_mix(i % 5000), v = prng_mix(i * 7 % 5000);
-		bool want = admit_tinylfu_admit_hash(t, c, v);
-
-		tally(&ty, tinylfu_admit_hash_locked(t, c, v) == want, i);
-		wins += want;
-	}
-	ck_assert_tally(ty, "locked contests unlike admit_tinylfu_admit_hash");
-	/* Both answers occur: the comparison is not of constants. */
-	ck_assert_uint_gt(wins, 1000);
-	ck_assert_uint_lt(wins, 19000);
 	admit_tinylfu_free(t);
 }
 END_TEST
@@ -556,12 +448,9 @@ main(void)
 
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_record_estimate);
-	tcase_add_test(tc, test_record_batch);
 	tcase_add_test(tc, test_counter_count);
 	tcase_add_test(tc, test_aging);
-	tcase_add_test(tc, test_steady);
 	tcase_add_test(tc, test_admit);
-	tcase_add_test(tc, test_admit_locked);
 	tcase_add_test(tc, test_pinned_victim);
 	tcase_add_test(tc, test_replace_lowest);
 	tcase_add_test(tc, test_counter_in_place);

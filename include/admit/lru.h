@@ -58,8 +58,9 @@
  * ADMIT_LRU_ADAPTIVE's simulation is shared by all shards behind a mutex of
  * its own that a get or set only tries (a sampled request that finds it busy
  * is not simulated), and the configuration it picks is applied by each shard
- * under its own mutex.  The TinyLFU frequency sketch is shared: its
- * doorkeeper is lock-free, its frequency store lock-striped.  A hit that is
+ * under its own mutex.  The TinyLFU frequency sketch is shared and
+ * lock-free (a count-min sketch whose four counters for a key lie in one
+ * cache line, raised by compare-and-swap).  A hit that is
  * not quiet is recorded in it by whichever thread next drains the shard's
  * buffer of accesses, under the shard mutex (BP-Wrapper), not by the get;
  * only such a hit of a key ADMIT_LRU_ADAPTIVE's simulation samples (every
@@ -200,9 +201,11 @@ struct admit_lru_stats {
 	uint64_t window;    /* current window capacity, summed over shards, in
 	                     * entries (in bytes when only capacity_bytes is
 	                     * set) */
-	uint64_t filter_entries; /* keys TinyLFU counts now (0 for PLAIN) */
-	uint64_t filter_slots;   /* its frequency store's slots: entries /
-	                          * slots is the filter load */
+	uint64_t filter_entries; /* about the keys the frequency sketch
+	                          * counts now: its non-zero counters / 4
+	                          * (0 for PLAIN); a walk of the sketch */
+	uint64_t filter_slots;   /* its counters / 4, the keys it is sized
+	                          * for: entries / slots is its load */
 	uint64_t expired;   /* entries removed because their time had come */
 	uint64_t sim_bytes;      /* ADAPTIVE: bytes of its miniature
 	                          * simulation (0 for other policies) */
@@ -238,9 +241,9 @@ void admit_lru_free(struct admit_lru *c);
  * (at most ADMIT_LRU_ENTRY_OVERHEAD bytes), key and value, rounded up to
  * the allocator's size class (jemalloc's, or libc's chunk), plus the
  * entry's share of its shard's index (16 bytes on a 64-bit host), and a
- * quarter of these two for its share of the tables sized at creation from
- * the capacity (the TinyLFU sketch and the adaptive policy's ghosts, up to
- * a fifth of capacity_bytes).  The same
+ * seventh of these two for its share of the tables sized at creation from
+ * the capacity (the frequency sketch and the adaptive policy's ghosts, up
+ * to an eighth of capacity_bytes).  The same
  * for the same lengths for the life of the process; it depends on the
  * allocator the library was built with, so compare stats' bytes with sums
  * of this, not with key + value + a constant.  A cache's fixed tables

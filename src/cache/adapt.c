@@ -6,7 +6,7 @@
  * little evidence, and no request waits.  The configuration it chose is an
  * atomic index that shards read at their maintenance.
  *
- * The real sketch runs in one mode at a time (tinylfu_internal.h): the
+ * The real sketch runs in one mode at a time (freqsketch.h): the
  * mini caches of the other mode contest on a sketch of the sampled
  * requests alone, in that mode ([0] aging, [1] steady).
  */
@@ -18,12 +18,11 @@
 
 #include "alloc.h"
 #include "cache/adapt.h"
-#include "tinylfu_internal.h"
 
 struct sim {
 	struct admit_adapt a;           /* first: the ops' pointer */
 	struct admit_minisim *m;
-	struct admit_tinylfu *tlfu[2];
+	struct admit_freqsketch *sketch[2];
 	pthread_mutex_t mu;
 	alignas(ADMIT_CACHELINE) _Atomic unsigned config;
 };
@@ -47,8 +46,8 @@ sim_admit(void *ctx, bool steady, uint64_t cand, uint64_t victim)
 	unsigned k = atomic_load_explicit(&s->config, memory_order_relaxed);
 
 	if (admit_minisim_configs[k].steady == steady)
-		return admit_tinylfu_admit_hash(s->a.tlfu, cand, victim);
-	return tinylfu_admit_hash_locked(s->tlfu[steady], cand, victim);
+		return admit_freqsketch_admit(s->a.sketch, cand, victim);
+	return admit_freqsketch_admit(s->sketch[steady], cand, victim);
 }
 
 /* Feeds a request to the simulation, unless another thread is in it.  w is
@@ -62,8 +61,8 @@ sample(struct sim *s, uint64_t h, uint64_t w, bool recorded, int hit)
 	if (pthread_mutex_trylock(&s->mu) != 0)
 		return;
 	if (recorded) {
-		admit_tinylfu_record_hash(s->tlfu[0], h);
-		admit_tinylfu_record_hash(s->tlfu[1], h);
+		admit_freqsketch_record(s->sketch[0], h);
+		admit_freqsketch_record(s->sketch[1], h);
 	}
 	if (w) {
 		admit_minisim_set(s->m, h, w);
@@ -76,8 +75,8 @@ sample(struct sim *s, uint64_t h, uint64_t w, bool recorded, int hit)
 		 * the cores.  relaxed: see sim_admit(). */
 		if (k != atomic_load_explicit(&s->config, memory_order_relaxed)) {
 			atomic_store_explicit(&s->config, k, memory_order_relaxed);
-			admit_tinylfu_set_steady(s->a.tlfu,
-			                         admit_minisim_configs[k].steady);
+			admit_freqsketch_set_steady(s->a.sketch,
+			                            admit_minisim_configs[k].steady);
 		}
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -88,7 +87,7 @@ on_get(struct admit_adapt *a, uint64_t h, bool hit, bool recorded)
 {
 	sample(sim_of(a), h, 0, recorded, hit);
 	if (recorded)
-		admit_tinylfu_record_hash(a->tlfu, h);
+		admit_freqsketch_record(a->sketch, h);
 }
 
 /* The record first, so the candidate's own request counts in the mini
@@ -98,7 +97,7 @@ on_get(struct admit_adapt *a, uint64_t h, bool hit, bool recorded)
 static void
 on_set(struct admit_adapt *a, uint64_t h, uint64_t w)
 {
-	admit_tinylfu_record_hash(a->tlfu, h);
+	admit_freqsketch_record(a->sketch, h);
 	sample(sim_of(a), h, w, true, -1);
 }
 
@@ -122,8 +121,8 @@ stats(struct admit_adapt *a, uint64_t *bytes, uint64_t *switches)
 	struct sim *s = sim_of(a);
 
 	pthread_mutex_lock(&s->mu);
-	*bytes = admit_minisim_bytes(s->m) + admit_tinylfu_memory(s->tlfu[0]) +
-	         admit_tinylfu_memory(s->tlfu[1]);
+	*bytes = admit_minisim_bytes(s->m) + admit_freqsketch_memory(s->sketch[0]) +
+	         admit_freqsketch_memory(s->sketch[1]);
 	*switches = admit_minisim_switches(s->m);
 	pthread_mutex_unlock(&s->mu);
 }
@@ -134,8 +133,8 @@ sim_free(struct admit_adapt *a)
 	struct sim *s = sim_of(a);
 
 	admit_minisim_free(s->m);
-	admit_tinylfu_free(s->tlfu[0]);
-	admit_tinylfu_free(s->tlfu[1]);
+	admit_freqsketch_free(s->sketch[0]);
+	admit_freqsketch_free(s->sketch[1]);
 	pthread_mutex_destroy(&s->mu);
 	admit_table_free(s, sizeof(*s));
 }
@@ -144,6 +143,15 @@ static const struct admit_adapt_ops minisim_ops = {
 	.on_get = on_get, .on_set = on_set, .on_compute = on_compute,
 	.current = current, .stats = stats, .free = sim_free,
 };
+
+/* Words a sketch of the simulation holds per mini cache entry: four times
+ * the real cache's (cache.c).  Their mini caches' scores decide between
+ * configurations on margins of a fraction of a point, which a sketch one
+ * word an entry wide blurs by its collisions (on scan-hot, adaptive then
+ * settles a point under the 1 % window it should match: doc/design.md,
+ * "The cache's frequency sketch"); at most ADMIT_MINISIM_MAX_ENTRIES
+ * entries, the width costs a few tens of KiB a cache. */
+#define SIM_SKETCH_WIDTH 4u
 
 /* The simulation's two sketches, for its mini caches' entries and its
  * share of the requests: the real sketch's settings scaled by the sample
@@ -166,10 +174,11 @@ sketches(struct sim *s, const struct admit_adapt_params *p)
 	tc.cache_capacity = n;
 	for (unsigned i = 0; i < 2; i++) {
 		tc.seed = admit_mix64(p->seed + i + 1);
-		if (admit_tinylfu_new_config(&tc, &s->tlfu[i]) != ADMIT_OK)
+		if (admit_freqsketch_new(&tc, SIM_SKETCH_WIDTH, &s->sketch[i]) !=
+		    ADMIT_OK)
 			return false;
 	}
-	admit_tinylfu_set_steady(s->tlfu[1], true);
+	admit_freqsketch_set_steady(s->sketch[1], true);
 	return true;
 }
 
@@ -181,7 +190,7 @@ admit_adapt_minisim_new(const struct admit_adapt_params *p,
 
 	if (!s)
 		return ADMIT_NOMEM;
-	*s = (struct sim){ .a = { .ops = &minisim_ops, .tlfu = p->tlfu } };
+	*s = (struct sim){ .a = { .ops = &minisim_ops, .sketch = p->sketch } };
 	atomic_init(&s->config, ADMIT_MINISIM_START);
 	/* The simulation is of the whole cache, unsharded: the configuration
 	 * it picks is applied to every shard. */
@@ -195,8 +204,8 @@ admit_adapt_minisim_new(const struct admit_adapt_params *p,
 	return ADMIT_OK;
 fail:
 	admit_minisim_free(s->m);
-	admit_tinylfu_free(s->tlfu[0]);
-	admit_tinylfu_free(s->tlfu[1]);
+	admit_freqsketch_free(s->sketch[0]);
+	admit_freqsketch_free(s->sketch[1]);
 	admit_table_free(s, sizeof(*s));
 	return ADMIT_NOMEM;
 }

@@ -30,6 +30,7 @@
 #include <admit/status.h>
 #include <admit/tinylfu.h>
 
+#include "freqsketch.h"
 #include "minisim.h"
 #include "policy.h"
 
@@ -58,7 +59,7 @@ struct admit_adapt_ops {
 
 struct admit_adapt {
 	const struct admit_adapt_ops *ops;
-	struct admit_tinylfu *tlfu;     /* the cache's sketch (not owned) */
+	struct admit_freqsketch *sketch;/* the cache's sketch (not owned) */
 	uint64_t watch;                 /* admit_minisim_sample's threshold */
 };
 
@@ -66,7 +67,7 @@ struct admit_adapt {
 struct admit_adapt_params {
 	uint64_t max_weight;            /* capacity in weight units */
 	uint64_t entries;               /* entries it will hold */
-	struct admit_tinylfu *tlfu;     /* its sketch */
+	struct admit_freqsketch *sketch;/* its sketch */
 	const struct admit_tinylfu_config *tinylfu;  /* the user's, or NULL */
 	uint64_t seed;
 };
@@ -95,7 +96,7 @@ admit_adapt_caller_records(const struct admit_adapt *a, uint64_t h)
 static inline void
 admit_adapt_record_now(struct admit_adapt *a, uint64_t h)
 {
-	admit_tinylfu_record_hash(a->tlfu, h);
+	admit_freqsketch_record(a->sketch, h);
 }
 
 static inline void

@@ -17,7 +17,6 @@
 
 #include "alloc.h"
 #include "policy.h"
-#include "tinylfu_internal.h"
 
 struct entry {
 	/* The policy's list links and segment, under the shard mutex.  A
@@ -40,8 +39,6 @@ struct entry {
 	                                 * (expiry.h) */
 	bool caller_records : 1;        /* admit_adapt_caller_records() of
 	                                 * hash */
-	struct tinylfu_place place;     /* hash's place in the cache's
-	                                 * sketch, if it has one */
 	unsigned char data[];           /* key bytes, then value bytes */
 };
 
@@ -55,14 +52,15 @@ _Static_assert(sizeof(struct entry) <= ADMIT_LRU_ENTRY_OVERHEAD,
 
 /* An entry's share of the tables sized at creation for the entries the
  * cache will hold (admit_cache_entries: one per 4 x ADMIT_LRU_ENTRY_OVERHEAD
- * bytes of a byte capacity): the TinyLFU sketch, 34.5 bytes an entry
- * (doorkeeper and frequency store), and the adaptive policy's ghost slots,
- * 8 bytes each, one to two an entry (a power of two per shard).  That is
- * at most 50.5 bytes for every 256 of the capacity, a fifth of it, whatever
- * the entries' sizes; so each entry is charged a quarter of its own cost
- * more, and the entries' own cost stays within four fifths of the
- * capacity, the tables within the rest. */
-#define ADMIT_ENTRY_TABLES_SHARE(cost) ((cost) / 4)
+ * bytes of a byte capacity): the frequency sketch, a 64-bit word an entry
+ * rounded up to a power of two (8 to 16 bytes: freqsketch.h; its 64 KiB
+ * floor is a fixed table, as the shards are), and the
+ * adaptive policy's ghost slots, 8 bytes each, one to two an entry (a
+ * power of two per shard).  That is at most 32 bytes for every 256 of the
+ * capacity, an eighth of it, whatever the entries' sizes; so each entry is
+ * charged a seventh of its own cost more, and the entries' own cost stays
+ * within seven eighths of the capacity, the tables within the rest. */
+#define ADMIT_ENTRY_TABLES_SHARE(cost) ((cost) / 7)
 
 /* What an entry of a klen-byte key and a vlen-byte value counts against a
  * byte capacity (admit_lru_entry_charge): the allocation that holds its

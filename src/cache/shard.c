@@ -34,7 +34,6 @@
 #include "cache/shard.h"
 #include "hash.h"
 #include "minisim.h"
-#include "tinylfu_internal.h"
 
 #define PROTECTED_PERCENT 80        /* protected share of main (Caffeine) */
 
@@ -66,15 +65,15 @@ over_capacity(const struct shard *s)
 static inline bool
 drain_records(const struct admit_lru *c, const struct entry *e)
 {
-	return e && c->tlfu && !e->caller_records;
+	return e && c->sketch && !e->caller_records;
 }
 
 /* Applies n (at most ADMIT_READBUF_SLOTS) events in order: a first pass
- * starts the cache misses of all of them at once (the entries' list
- * neighbours, the sketch's lines) and gathers the TinyLFU records, a
- * second applies the hits and misses, then the records are made, in the
- * events' order.  The two kinds commute: a hit's move reads no count, a
- * record no list. */
+ * starts the cache misses of the hits' list neighbours and gathers the
+ * sketch's records, a second applies the hits and misses, then the records
+ * are made, in the events' order, their sketch lines requested together
+ * (admit_freqsketch_record_batch).  The two kinds commute: a hit's move
+ * reads no count, a record no list. */
 static void apply_events(void *ctx, const uintptr_t *ev, size_t n) ADMIT_NO_TS;
 static void
 apply_events(void *ctx, const uintptr_t *ev, size_t n)
@@ -82,8 +81,6 @@ apply_events(void *ctx, const uintptr_t *ev, size_t n)
 	struct shard *s = ctx;
 	struct admit_lru *c = s->c;
 	uint64_t h[ADMIT_READBUF_SLOTS];
-	struct tinylfu_place pl[ADMIT_READBUF_SLOTS];
-	struct tinylfu_where where[ADMIT_READBUF_SLOTS];
 	size_t nrec = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -94,13 +91,9 @@ apply_events(void *ctx, const uintptr_t *ev, size_t n)
 			__builtin_prefetch(e->node.prev, 1);
 			__builtin_prefetch(e->node.next, 1);
 		}
-		if (drain_records(c, e)) {
-			h[nrec] = e->hash;
-			pl[nrec++] = e->place;
-		}
+		if (drain_records(c, e))
+			h[nrec++] = e->hash;
 	}
-	if (nrec)
-		tinylfu_prefetch_batch(c->tlfu, h, pl, nrec, where);
 	for (size_t i = 0; i < n; i++) {
 		struct entry *e = (struct entry *)ev[i];
 
@@ -110,9 +103,11 @@ apply_events(void *ctx, const uintptr_t *ev, size_t n)
 			admit_policy_hit(&s->pol, &e->node);
 		s->st.hits++;
 	}
-	if (nrec)
-		tinylfu_record_batch(c->tlfu, h, where, nrec);
+	admit_freqsketch_record_batch(c->sketch, h, nrec);
 }
+
+_Static_assert(ADMIT_READBUF_SLOTS <= ADMIT_FREQSKETCH_BATCH,
+               "a drained batch's records are one sketch batch");
 
 static void drain_locked(struct shard *s) ADMIT_REQUIRES(s->mu);
 static void
@@ -198,10 +193,10 @@ shard_record_locked(struct shard *s, uint64_t h, struct entry *e)
 	struct admit_lru *c = s->c;
 	uintptr_t ev = (uintptr_t)e | EV_RECORD;
 
-	if (!c->tlfu)
+	if (!c->sketch)
 		return;
 	if (!e || admit_adapt_caller_records(c->adapt, h)) {
-		admit_tinylfu_record_hash(c->tlfu, h);
+		admit_freqsketch_record(c->sketch, h);
 		return;
 	}
 	/* e is live: its batch cannot be freed before the head passes this
@@ -210,7 +205,7 @@ shard_record_locked(struct shard *s, uint64_t h, struct entry *e)
 		return;
 	drain_locked(s);  /* full: what a read would find drained */
 	if (!admit_readbuf_push_mine(&s->rb, ev))
-		admit_tinylfu_record_hash(c->tlfu, h);
+		admit_freqsketch_record(c->sketch, h);
 }
 
 /* ---- changes under the mutex ---------------------------------------------- */
@@ -313,8 +308,6 @@ shard_entry_new(const struct admit_lru *c, uint64_t h, const void *key,
 	}
 	admit_policy_node_init(&e->node);
 	e->hash = h;
-	e->place = c->tlfu ? tinylfu_place_of(c->tlfu, h)
-	                   : (struct tinylfu_place){ 0 };
 	e->klen = klen;
 	e->vlen = vlen;
 	e->dead = false;
@@ -352,8 +345,8 @@ op_admit(void *ctx, const struct admit_policy_node *cand,
 
 	if (s->forced && admit_entry_of(cand) == s->fresh)
 		return true;
-	return admit_tinylfu_admit_hash(s->c->tlfu, admit_entry_of(cand)->hash,
-	                                admit_entry_of(victim)->hash);
+	return admit_freqsketch_admit(s->c->sketch, admit_entry_of(cand)->hash,
+	                              admit_entry_of(victim)->hash);
 }
 
 /* The policy dropped n for room: out of the index, freed after a grace

@@ -31,7 +31,6 @@
 #include <stdint.h>
 
 #include <admit/lru.h>
-#include <admit/tinylfu.h>
 
 #include "alloc.h"
 #include "cache/adapt.h"
@@ -42,6 +41,7 @@
 #include "cache/locks.h"
 #include "cache/readbuf.h"
 #include "cache/reclaim.h"
+#include "freqsketch.h"
 #include "hash.h"
 #include "policy.h"
 
@@ -78,9 +78,9 @@ struct admit_lru {
 	bool by_bytes;                  /* weight unit: bytes, not entries */
 	enum admit_lru_policy policy;
 	uint64_t seed;
-	uint64_t hash_seed;             /* the sketch's seed, else seed */
+	uint64_t hash_seed;             /* the keys' hash seed */
 	uint64_t hash_prepared;         /* admit_hash8_prepare(hash_seed) */
-	struct admit_tinylfu *tlfu;     /* NULL for ADMIT_LRU_PLAIN */
+	struct admit_freqsketch *sketch;/* NULL for ADMIT_LRU_PLAIN */
 	struct admit_adapt *adapt;      /* ADMIT_LRU_ADAPTIVE's, else NULL */
 	struct admit_clock clock;
 	_Atomic uint64_t pending;       /* callbacks queued, not yet done */
