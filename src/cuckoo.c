@@ -79,7 +79,12 @@ _Static_assert(offsetof(struct admit_cuckoo, view) == 0,
 
 /* ---- creation ----------------------------------------------------------- */
 
-#define ALT16_BYTES (65536 * sizeof(uint32_t))
+/* The alt16 table's bytes: an entry per fingerprint of the width. */
+static size_t
+alt16_bytes(unsigned fp_bits)
+{
+	return ((size_t)1 << fp_bits) * sizeof(uint32_t);
+}
 #define SS_DECODE_BYTES (SS_DECODE_ENTRIES * sizeof(uint16_t))
 
 uint32_t
@@ -195,11 +200,13 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 		f->t16 = admit_mem_table(&f->alloc, table_bytes, &f->footprint);
 	else
 		f->t64 = admit_mem_table(&f->alloc, table_bytes, &f->footprint);
-	want_alt16 = !counting && fingerprint_bits == 16 &&
+	/* 16 bits: 256 KiB, 13 bits (semi-sorted): 32 KiB. */
+	want_alt16 = !counting && fingerprint_bits != 8 &&
 	             m >= CUCKOO_ALT16_MIN_BUCKETS;
-	if (want_alt16 && (f->alt16 = admit_mem_zalloc(&f->alloc, ALT16_BYTES,
+	if (want_alt16 && (f->alt16 = admit_mem_zalloc(&f->alloc,
+	                                               alt16_bytes(f->fp_bits),
 	                                               &f->footprint)))
-		for (unsigned fp = 0; fp < 65536; fp++)
+		for (unsigned fp = 0; fp < 1u << f->fp_bits; fp++)
 			f->alt16[fp] = cuckoo_alt_of(fp, f->alt_seed, m);
 	if (f->t16 && (f->ss_dec = admit_mem_zalloc(&f->alloc, SS_DECODE_BYTES,
 	                                            &f->footprint)))
@@ -269,7 +276,7 @@ admit_cuckoo_free(struct admit_cuckoo *f)
 	admit_mem_table_free(&a, f->stats,
 	                     (size_t)(f->stripe_mask + 1) * sizeof(*f->stats),
 	                     NULL);
-	admit_mem_free(&a, f->alt16, ALT16_BYTES, NULL);
+	admit_mem_free(&a, f->alt16, alt16_bytes(f->fp_bits), NULL);
 	admit_mem_table_free(&a, f, cuckoo_struct_bytes(f->stripe_mask + 1), NULL);
 }
 

@@ -112,7 +112,8 @@ struct admit_cuckoo {
 	/* The same for the 65536 fingerprints of a 16-bit membership filter
 	 * of CUCKOO_ALT16_MIN_BUCKETS or more (256 KiB, at most 1/16 of its
 	 * table; NULL otherwise): one load, mostly from L2, in place of
-	 * about a dozen instructions on a lookup's critical path. */
+	 * about a dozen instructions on a lookup's critical path.  A
+	 * semi-sorted filter of that size has one for its 8192 (32 KiB). */
 	uint32_t *alt16;
 
 	/* SWAR constants for slot_bits: lane ones, lane high bits, the lanes'

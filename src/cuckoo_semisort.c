@@ -51,14 +51,17 @@ ss_unpack_bmi2(uint64_t v, const uint16_t *dec)
 #define SS_UNPACK(v, dec, bmi2) ss_unpack((v), (dec))
 #endif
 
-/* Whether p's buckets hold p's fingerprint, as read (unvalidated). */
+/* Whether p's buckets in table t (dec its decode table) hold p's
+ * fingerprint, as read (unvalidated).  The filter's fields come in as
+ * arguments, read before the stripes' acquire loads: after one, the
+ * compiler would read them again. */
 static inline __attribute__((always_inline)) bool
-ss_match(const struct admit_cuckoo *f, const struct cuckoo_pos *p, bool bmi2)
+ss_match(const _Atomic uint16_t *t, const uint16_t *dec,
+         const struct cuckoo_pos *p, bool bmi2)
 {
-	uint64_t r1 = ss_load_raw(f->t16, p->i1), r2 = ss_load_raw(f->t16, p->i2);
+	uint64_t r1 = ss_load_raw(t, p->i1), r2 = ss_load_raw(t, p->i2);
 
-	return match16_pair(SS_UNPACK(r1, f->ss_dec, bmi2),
-	                    SS_UNPACK(r2, f->ss_dec, bmi2),
+	return match16_pair(SS_UNPACK(r1, dec, bmi2), SS_UNPACK(r2, dec, bmi2),
 	                    (uint64_t)p->fp * 0x0001000100010001ull);
 }
 
@@ -74,7 +77,7 @@ ss_read(void *arg)
 {
 	struct ss_probe *q = arg;
 
-	q->hit = ss_match(q->f, &q->p, false);
+	q->hit = ss_match(q->f->t16, q->f->ss_dec, &q->p, false);
 	return false;
 }
 
@@ -97,10 +100,12 @@ ss_lookup(const struct admit_cuckoo *f, const struct cuckoo_pos *p, bool bmi2)
 {
 	struct stripe_reader r = { cuckoo_stripe(f, p->i1),
 	                           cuckoo_stripe(f, p->i2), 0 };
+	const _Atomic uint16_t *t = f->t16;
+	const uint16_t *dec = f->ss_dec;
 	bool hit;
 
 	if (__builtin_expect(stripe_read_begin(&r), 1)) {
-		hit = ss_match(f, p, bmi2);
+		hit = ss_match(t, dec, p, bmi2);
 		if (__builtin_expect(stripe_read_end(&r), 1))
 			return hit;
 	}
@@ -127,12 +132,13 @@ ss_prefetch(const struct admit_cuckoo *f, uint32_t i)
 	__builtin_prefetch(a + SS_BUCKET_BYTES - 1);
 }
 
-/* Locates a key of hash h into p and prefetches its buckets. */
+/* Locates a key of hash h into p and prefetches its buckets.  tab: by
+ * f->alt16; pow2 as locate_w(). */
 static inline __attribute__((always_inline)) void
 ss_locate(const struct admit_cuckoo *f, uint64_t h, struct cuckoo_pos *p,
-          bool pow2)
+          bool tab, bool pow2)
 {
-	locate_w(f, h, SS_FP_BITS, false, pow2, p);
+	locate_w(f, h, SS_FP_BITS, tab, pow2, p);
 	ss_prefetch(f, p->i1);
 	ss_prefetch(f, p->i2);
 }
@@ -142,11 +148,12 @@ ss_locate(const struct admit_cuckoo *f, uint64_t h, struct cuckoo_pos *p,
 static inline __attribute__((always_inline)) void
 ss_locate_group(const struct admit_cuckoo *f, size_t k,
                 const void *const keys[], const size_t lens[],
-                struct cuckoo_pos pos[], bool pow2)
+                struct cuckoo_pos pos[], bool tab, bool pow2)
 {
 	for (size_t j = 0; j < k; j++) {
 		if (admit_key_ok(keys[j], lens[j]))
-			ss_locate(f, ss_hash(f, keys[j], lens[j]), &pos[j], pow2);
+			ss_locate(f, ss_hash(f, keys[j], lens[j]), &pos[j], tab,
+			          pow2);
 		else
 			pos[j] = (struct cuckoo_pos){ 0, 0, 0 };
 	}
@@ -155,25 +162,26 @@ ss_locate_group(const struct admit_cuckoo *f, size_t k,
 /* The same for a group of 8-byte keys. */
 static inline __attribute__((always_inline)) void
 ss_locate_group8(const struct admit_cuckoo *f, size_t k,
-                 const uint64_t keys[], struct cuckoo_pos pos[], bool pow2)
+                 const uint64_t keys[], struct cuckoo_pos pos[], bool tab,
+                 bool pow2)
 {
 	for (size_t j = 0; j < k; j++)
 		ss_locate(f, admit_mul8(&keys[j], f->mul.k, f->mul.s), &pos[j],
-		          pow2);
+		          tab, pow2);
 }
 
 /* The batches: each group located and prefetched, then probed. */
 static inline __attribute__((always_inline)) void
 ss_contains_many(const struct admit_cuckoo *f, size_t n,
                  const void *const keys[], const size_t lens[], bool out[],
-                 bool pow2, bool bmi2)
+                 bool tab, bool pow2, bool bmi2)
 {
 	struct cuckoo_pos pos[CUCKOO_BATCH];
 
 	for (size_t base = 0; base < n; base += CUCKOO_BATCH) {
 		size_t k = n - base < CUCKOO_BATCH ? n - base : CUCKOO_BATCH;
 
-		ss_locate_group(f, k, keys + base, lens + base, pos, pow2);
+		ss_locate_group(f, k, keys + base, lens + base, pos, tab, pow2);
 		for (size_t j = 0; j < k; j++)
 			out[base + j] = pos[j].fp != 0 && ss_lookup(f, &pos[j], bmi2);
 	}
@@ -181,14 +189,14 @@ ss_contains_many(const struct admit_cuckoo *f, size_t n,
 
 static inline __attribute__((always_inline)) void
 ss_contains_u64(const struct admit_cuckoo *f, size_t n, const uint64_t keys[],
-                bool out[], bool pow2, bool bmi2)
+                bool out[], bool tab, bool pow2, bool bmi2)
 {
 	struct cuckoo_pos pos[CUCKOO_BATCH];
 
 	for (size_t base = 0; base < n; base += CUCKOO_BATCH) {
 		size_t k = n - base < CUCKOO_BATCH ? n - base : CUCKOO_BATCH;
 
-		ss_locate_group8(f, k, keys + base, pos, pow2);
+		ss_locate_group8(f, k, keys + base, pos, tab, pow2);
 		for (size_t j = 0; j < k; j++)
 			out[base + j] = ss_lookup(f, &pos[j], bmi2);
 	}
@@ -236,7 +244,7 @@ ss_find_path(const struct admit_cuckoo *f, const struct cuckoo_pos *p,
  * writing before its first insert. */
 static inline __attribute__((always_inline)) enum admit_status
 ss_insert_many(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
-               enum admit_status out[], bool pow2)
+               enum admit_status out[], bool tab, bool pow2)
 {
 	struct cuckoo_pos pos[CUCKOO_BATCH];
 	enum admit_status st = ADMIT_OK;
@@ -244,7 +252,7 @@ ss_insert_many(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
 	for (size_t base = 0; base < n; base += CUCKOO_BATCH) {
 		size_t k = n - base < CUCKOO_BATCH ? n - base : CUCKOO_BATCH;
 
-		ss_locate_group8(f, k, keys + base, pos, pow2);
+		ss_locate_group8(f, k, keys + base, pos, tab, pow2);
 		for (size_t j = 0; j < k; j++) {
 			out[base + j] = ss_insert_at(f, &pos[j]);
 			if (out[base + j] != ADMIT_OK)
@@ -258,14 +266,14 @@ ss_insert_many(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
  * One set of operations per (bucket count a power of two or not,
  * instruction set), as the other layouts have.
  */
-#define OPS_SS(sfx, pow2, bmi2, attr)                                         \
+#define OPS_SS(sfx, tab, pow2, bmi2, attr)                                         \
 	static __attribute__((noinline)) attr bool                            \
 	ss_contains_key8##sfx(const struct admit_cuckoo *f, const void *key)  \
 	{                                                                     \
 		struct cuckoo_pos p;                                          \
                                                                               \
 		locate_w(f, admit_mul8(key, f->mul.k, f->mul.s), SS_FP_BITS,  \
-		         false, pow2, &p);                                    \
+		         tab, pow2, &p);                                      \
 		return ss_lookup(f, &p, bmi2);                                \
 	}                                                                     \
 	static __attribute__((noinline)) attr enum admit_status               \
@@ -274,7 +282,7 @@ ss_insert_many(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
 		struct cuckoo_pos p;                                          \
                                                                               \
 		locate_w(f, admit_mul8(key, f->mul.k, f->mul.s), SS_FP_BITS,  \
-		         false, pow2, &p);                                    \
+		         tab, pow2, &p);                                      \
 		return ss_insert_at(f, &p);                                   \
 	}                                                                     \
 	static attr bool                                                      \
@@ -283,7 +291,7 @@ ss_insert_many(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
 	{                                                                     \
 		struct cuckoo_pos p;                                          \
                                                                               \
-		locate_w(f, ss_hash(f, key, len), SS_FP_BITS, false, pow2,    \
+		locate_w(f, ss_hash(f, key, len), SS_FP_BITS, tab, pow2,      \
 		         &p);                                                 \
 		return ss_lookup(f, &p, bmi2);                                \
 	}                                                                     \
@@ -292,19 +300,19 @@ ss_insert_many(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
 	             const void *const keys[], const size_t lens[],           \
 	             bool out[])                                              \
 	{                                                                     \
-		ss_contains_many(f, n, keys, lens, out, pow2, bmi2);          \
+		ss_contains_many(f, n, keys, lens, out, tab, pow2, bmi2);     \
 	}                                                                     \
 	static attr void                                                      \
 	ss_many_u64##sfx(const struct admit_cuckoo *f, size_t n,              \
 	                 const uint64_t keys[], bool out[])                   \
 	{                                                                     \
-		ss_contains_u64(f, n, keys, out, pow2, bmi2);                 \
+		ss_contains_u64(f, n, keys, out, tab, pow2, bmi2);            \
 	}                                                                     \
 	static attr enum admit_status                                         \
 	ss_insert_u64##sfx(struct admit_cuckoo *f, size_t n,                  \
 	                   const uint64_t keys[], enum admit_status out[])    \
 	{                                                                     \
-		return ss_insert_many(f, n, keys, out, pow2);                 \
+		return ss_insert_many(f, n, keys, out, tab, pow2);            \
 	}                                                                     \
 	static const struct cuckoo_ops ops_ss##sfx = {                        \
 		ss_contains_key8##sfx, ss_insert_key8##sfx, ss_contains##sfx, \
@@ -312,11 +320,15 @@ ss_insert_many(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
 		ss_insert_u64##sfx, NULL,                                     \
 	};
 
-OPS_SS(, false, false, )
-OPS_SS(_p, true, false, )
+OPS_SS(, false, false, false, )
+OPS_SS(_p, false, true, false, )
+OPS_SS(_t, true, false, false, )
+OPS_SS(_tp, true, true, false, )
 #ifdef CUCKOO_HAVE_BMI2
-OPS_SS(_bmi2, false, true, CUCKOO_BMI2_TARGET)
-OPS_SS(_p_bmi2, true, true, CUCKOO_BMI2_TARGET)
+OPS_SS(_bmi2, false, false, true, CUCKOO_BMI2_TARGET)
+OPS_SS(_p_bmi2, false, true, true, CUCKOO_BMI2_TARGET)
+OPS_SS(_t_bmi2, true, false, true, CUCKOO_BMI2_TARGET)
+OPS_SS(_tp_bmi2, true, true, true, CUCKOO_BMI2_TARGET)
 #endif
 #undef OPS_SS
 
@@ -325,9 +337,11 @@ cuckoo_semisort_pick(const struct admit_cuckoo *f, bool bmi2)
 {
 #ifdef CUCKOO_HAVE_BMI2
 	if (bmi2)
-		return f->pow2 ? &ops_ss_p_bmi2 : &ops_ss_bmi2;
+		return f->alt16 ? (f->pow2 ? &ops_ss_tp_bmi2 : &ops_ss_t_bmi2)
+		                : (f->pow2 ? &ops_ss_p_bmi2 : &ops_ss_bmi2);
 #else
 	(void)bmi2;
 #endif
-	return f->pow2 ? &ops_ss_p : &ops_ss;
+	return f->alt16 ? (f->pow2 ? &ops_ss_tp : &ops_ss_t)
+	                : (f->pow2 ? &ops_ss_p : &ops_ss);
 }
