@@ -330,7 +330,9 @@ uint64_t admit_cuckoo_slots(const struct admit_cuckoo *f);
  * admit_cuckoo_memory - bytes of the bucket table (the stripes are extra,
  * 68 bytes each: 272 KiB with the default 4096; so is, for a 16-bit
  * membership filter of 4 MiB or more, a 256 KiB table of its alternate
- * buckets' offsets).  8 * memory / size is bits per item.
+ * buckets' offsets, 32 KiB for a semi-sorted one of 2^19 buckets or more,
+ * and a semi-sorted filter's 8 KiB decode table).  8 * memory / size is
+ * bits per item: 6 bytes a bucket in the semi-sorted layout.
  *
  * Thread-safety: safe.
  */
@@ -370,7 +372,9 @@ enum admit_status admit_cuckoo_stats(const struct admit_cuckoo *f,
  *
  * The file holds a magic, format version, all parameters including the seed,
  * the table in little-endian order (portable between machines) and an XXH3
- * checksum.  It is written to a temporary file (mode 0600) beside the file
+ * checksum.  A semi-sorted filter is saved as format version 3, which
+ * earlier versions of the library refuse to load; other filters keep the
+ * versions they had.  It is written to a temporary file (mode 0600) beside the file
  * path names and renamed into place, so a crash never leaves a half-written
  * snapshot under path.  Only a regular file is replaced: a symlink is
  * followed to the file it names, which is written (the link stays).
