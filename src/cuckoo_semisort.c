@@ -56,13 +56,13 @@ ss_unpack_bmi2(uint64_t v, const uint16_t *dec)
  * arguments, read before the stripes' acquire loads: after one, the
  * compiler would read them again. */
 static inline __attribute__((always_inline)) bool
-ss_match(const _Atomic uint16_t *t, const uint16_t *dec,
+ss_match(const _Atomic uint16_t *t, const uint16_t *dec, uint64_t ones,
          const struct cuckoo_pos *p, bool bmi2)
 {
 	uint64_t r1 = ss_load_raw(t, p->i1), r2 = ss_load_raw(t, p->i2);
 
 	return match16_pair(SS_UNPACK(r1, dec, bmi2), SS_UNPACK(r2, dec, bmi2),
-	                    (uint64_t)p->fp * 0x0001000100010001ull);
+	                    (uint64_t)p->fp * ones);
 }
 
 struct ss_probe {
@@ -77,7 +77,7 @@ ss_read(void *arg)
 {
 	struct ss_probe *q = arg;
 
-	q->hit = ss_match(q->f->t16, q->f->ss_dec, &q->p, false);
+	q->hit = ss_match(q->f->t16, q->f->ss_dec, q->f->ones, &q->p, false);
 	return false;
 }
 
@@ -102,10 +102,13 @@ ss_lookup(const struct admit_cuckoo *f, const struct cuckoo_pos *p, bool bmi2)
 	                           cuckoo_stripe(f, p->i2), 0 };
 	const _Atomic uint16_t *t = f->t16;
 	const uint16_t *dec = f->ss_dec;
+	/* By f->ones, a value the compiler cannot see: one multiply in
+	 * place of its shifts and adds (as probe_init()). */
+	uint64_t ones = f->ones;
 	bool hit;
 
 	if (__builtin_expect(stripe_read_begin(&r), 1)) {
-		hit = ss_match(t, dec, p, bmi2);
+		hit = ss_match(t, dec, ones, p, bmi2);
 		if (__builtin_expect(stripe_read_end(&r), 1))
 			return hit;
 	}
