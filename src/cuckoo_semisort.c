@@ -220,7 +220,7 @@ ss_insert_at(struct admit_cuckoo *f, const struct cuckoo_pos *p)
 		uint64_t b, z;
 
 		/* Unlocked, possibly torn: only a hint. */
-		if (!lanes_zero(f, bucket_load(f, i)))
+		if (!ss_has_empty(ss_load_raw(f->t16, i), f->ss_dec))
 			continue;
 		stripe_lock(s);
 		b = bucket_load(f, i);

@@ -27,6 +27,7 @@
 #ifndef ADMIT_CUCKOO_SEMISORT_H
 #define ADMIT_CUCKOO_SEMISORT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define SS_FP_BITS 13
@@ -71,6 +72,15 @@ ss_unpack(uint64_t v, const uint16_t *dec)
 	               (n & 0xf000) << 36;
 
 	return lanes | nib << SS_LOW_BITS;
+}
+
+/* Whether a packed bucket has an empty slot, without unpacking it: the
+ * smallest fingerprint sorts first, and 0 is the smallest, so there is
+ * one if and only if lane 0 (its nibble and its low part) is 0. */
+static inline bool
+ss_has_empty(uint64_t v, const uint16_t *dec)
+{
+	return ((v >> 12) & 0x1ff) == 0 && (dec[v & 0xfff] & 0xf) == 0;
 }
 
 #define SS_SWAP(x, y)                                                         \

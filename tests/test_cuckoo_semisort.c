@@ -66,7 +66,8 @@ START_TEST(test_codes)
 END_TEST
 
 /* Any four fingerprints pack into 48 bits and unpack as the same
- * multiset, sorted; an empty bucket packs to 0. */
+ * multiset, sorted; an empty bucket packs to 0; ss_has_empty() tells a
+ * bucket with an empty slot. */
 START_TEST(test_pack_multiset)
 {
 	static uint16_t dec[SS_DECODE_ENTRIES];
@@ -86,6 +87,8 @@ START_TEST(test_pack_multiset)
 		}
 		ck_assert_uint_lt(ss_pack(lanes), 1ull << 48);
 		back = ss_unpack(ss_pack(lanes), dec);
+		ck_assert_int_eq(ss_has_empty(ss_pack(lanes), dec),
+		                 !in[0] || !in[1] || !in[2] || !in[3]);
 		for (int k = 0; k < 4; k++)
 			out[k] = (uint32_t)(back >> (16 * k)) & 0xffff;
 		for (int k = 1; k < 4; k++)
