@@ -7,10 +7,15 @@
 # the worst shortfall to the best peer.
 #
 # Usage: hitratio_table.sh [--points shared|extra|all] [--csv FILE]
-#                          [--loo NAME=V1,V2,...]
+#                          [--rows FILE] [--loo NAME=V1,V2,...]
 #   --points  which points (default all; shared needs ../shared/peers.csv,
 #             extra's SPEC traces need ../shared/traces).
-#   --csv     keeps every replay's row (trace,policy,size,hit_ratio).
+#   --csv     keeps every replay's row (trace,policy,size,hit_ratio; with
+#             --loo a fifth field, the value, and the lru and wtinylfu
+#             rows without it).
+#   --rows    prints the table of rows kept so (one value's: a --loo
+#             file's rows with that value and without one), replaying
+#             nothing.
 #   --loo     leave one trace out for the constant NAME of src/minisim.c:
 #             builds a cache_sim for each value (make cache-sim-variant),
 #             replays adaptive with each at every point, then for each
@@ -29,13 +34,14 @@ sim=${CACHE_SIM:-$top_builddir/programs/cache_sim/cache_sim}
 traces="$top_srcdir/../shared/traces"
 peers_shared="$top_srcdir/../shared/peers.csv"
 peers_extra="$top_srcdir/programs/cache_sim/peers_extra.csv"
-points=all csv= loo=
+points=all csv= loo= rows=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--points) points=$2; shift 2 ;;
 	--csv) csv=$2; shift 2 ;;
 	--loo) loo=$2; shift 2 ;;
-	*) echo "usage: hitratio_table.sh [--points shared|extra|all] [--csv FILE] [--loo NAME=V1,V2,...]" >&2
+	--rows) rows=$2; shift 2 ;;
+	*) echo "usage: hitratio_table.sh [--points shared|extra|all] [--csv FILE] [--rows FILE] [--loo NAME=V1,V2,...]" >&2
 	   exit 2 ;;
 	esac
 done
@@ -144,6 +150,11 @@ table() {
 	}' "$1" "$tmp/peers.csv"
 }
 
+if [ -n "$rows" ]; then
+	cut -d, -f1-4 "$rows" >"$tmp/rows.csv"
+	table "$tmp/rows.csv"
+	exit
+fi
 if [ -z "$loo" ]; then
 	replay "$sim" adaptive,wtinylfu "$tmp/rows.csv" lru || exit 1
 	[ -z "$csv" ] || cp "$tmp/rows.csv" "$csv"
@@ -154,18 +165,21 @@ fi
 # ---- leave one trace out ----
 name=${loo%%=*}
 values=$(echo "${loo#*=}" | tr , ' ')
-replay "$sim" wtinylfu "$tmp/base.csv" lru || exit 1
+# Every variant built first: the sources may change while they replay.
 for v in $values; do
 	echo "building cache_sim with -D$name=$v" >&2
 	make -s -C "$top_builddir" cache-sim-variant VARIANT_CPPFLAGS="-D$name=$v" \
 		VARIANT_OUT="$tmp/sim-$v" >&2 || exit 1
+done
+replay "$sim" wtinylfu "$tmp/base.csv" lru || exit 1
+for v in $values; do
 	replay "$tmp/sim-$v" adaptive "$tmp/a-$v.csv" || exit 1
 	awk -F, -v OFS=, -v v="$v" '{ print $0, v }' "$tmp/a-$v.csv" >>"$tmp/all.csv"
 	echo "$name = $v, every trace:" >&2
 	cat "$tmp/base.csv" "$tmp/a-$v.csv" >"$tmp/one.csv"
 	table "$tmp/one.csv" | tail -2 >&2
 done
-[ -z "$csv" ] || cp "$tmp/all.csv" "$csv"
+[ -z "$csv" ] || cat "$tmp/base.csv" "$tmp/all.csv" >"$csv"
 # For each trace (a workload whatever its seed), the value that does best
 # without it, then that value's rows for it.
 awk -F, -v OFS=, -v rows="$tmp/base.csv" -v vals="$values" '
