@@ -695,6 +695,70 @@ START_TEST(test_foreach)
 }
 END_TEST
 
+/* The walk's order: shard after shard in index order, and within one
+ * list (a plain LRU), least recently used first. */
+struct order {
+	struct admit_lru *c;
+	unsigned last_shard, nshards_seen;
+	uint64_t n, last_rank[64];      /* per shard: the last key's rank */
+	bool ordered;
+};
+
+static bool
+visit_order(const void *key, size_t klen, const void *value, size_t vlen,
+            uint64_t expires_at, void *arg)
+{
+	struct order *o = arg;
+	unsigned sh = admit_lru_shard_index(o->c, admit_lru_hash(o->c, key, klen));
+	uint64_t rank;
+
+	(void)expires_at;
+	ck_assert_uint_eq(vlen, sizeof(rank));
+	memcpy(&rank, value, sizeof(rank));
+	ck_assert_uint_lt(sh, 64);
+	if (o->n++ && sh != o->last_shard) {
+		if (sh < o->last_shard)
+			o->ordered = false;
+		o->nshards_seen++;
+	}
+	if (o->last_rank[sh] > rank)
+		o->ordered = false;
+	o->last_rank[sh] = rank;
+	o->last_shard = sh;
+	return true;
+}
+
+START_TEST(test_foreach_order)
+{
+	struct admit_lru_config cfg = { .capacity = 4096, .seed = SEED,
+	                                .policy = ADMIT_LRU_PLAIN, .shards = 8 };
+	struct admit_lru *c = NULL;
+	struct order o = { .ordered = true };
+	uint64_t v;
+
+	ck_assert_int_eq(admit_lru_new(&cfg, &c), ADMIT_OK);
+	/* Set 0..999, then get the even ones: the recency order is the odd
+	 * ones, then the even ones; ranks say it. */
+	for (uint64_t i = 0; i < 1000; i++) {
+		v = i % 2 ? i : 1000 + i;
+		ck_assert_int_eq(admit_lru_set(c, KEY(i), &v, sizeof(v)), ADMIT_OK);
+	}
+	for (uint64_t i = 0; i < 1000; i += 2) {
+		size_t len = sizeof(v);
+
+		ck_assert_int_eq(admit_lru_get(c, KEY(i), &v, sizeof(v), &len),
+		                 ADMIT_OK);
+	}
+	o.c = c;
+	ck_assert_int_eq(admit_lru_foreach(c, visit_order, &o), ADMIT_OK);
+	ck_assert_uint_eq(o.n, 1000);
+	ck_assert(o.ordered);
+	ck_assert_uint_eq(o.nshards_seen + 1, 8);
+	ck_assert_uint_eq(admit_lru_shard_index(NULL, 1), 0);
+	admit_lru_free(c);
+}
+END_TEST
+
 /* Writers churning other keys during walks: every stable key is visited
  * exactly once by each walk. */
 struct churn {
@@ -768,6 +832,7 @@ main(void)
 	tcase_add_loop_test(tc, test_set_capacity, 0, 4);
 	tcase_add_test(tc, test_set_capacity_bytes_only);
 	tcase_add_test(tc, test_foreach);
+	tcase_add_test(tc, test_foreach_order);
 	tcase_add_test(tc, test_foreach_concurrent);
 	suite_add_tcase(s, tc);
 	return test_run(srunner_create(s));

@@ -694,10 +694,13 @@ typedef bool (*admit_lru_visitor_t)(const void *key, size_t klen,
                                     uint64_t expires_at, void *arg);
 
 /*
- * Walks the entries shard by shard: takes a shard's mutex only to list its
- * live (unexpired) entries, then calls fn(key, klen, value, vlen,
- * expires_at, arg) on each with no lock held (expires_at as
- * admit_lru_compute's old_expires: 0 = never).  What it guarantees: every
+ * Walks the entries shard by shard, in the order of their index
+ * (admit_lru_shard_index), and within a shard each of its lists (the
+ * window, then probation, then protected, for the policies that have
+ * them) from its least to its most recently used entry: takes a shard's
+ * mutex only to list its live (unexpired) entries, then calls fn(key,
+ * klen, value, vlen, expires_at, arg) on each with no lock held
+ * (expires_at as admit_lru_compute's old_expires: 0 = never).  What it guarantees: every
  * entry present for the whole walk is visited exactly once; an entry added,
  * replaced, removed or expired during the walk may be visited or not (a
  * replaced key possibly with its old value, never twice within a shard);
@@ -714,6 +717,16 @@ typedef bool (*admit_lru_visitor_t)(const void *key, size_t klen,
  */
 enum admit_status admit_lru_foreach(struct admit_lru *c, admit_lru_visitor_t fn,
                                     void *arg);
+
+/*
+ * The index, 0 .. shards - 1, of the shard that holds the keys whose hash
+ * (admit_lru_hash) is h: what an embedder that saves the entries with
+ * admit_lru_foreach needs to tell one shard's run from the next (the
+ * order of a shard's lists says nothing about another shard's).  The same
+ * for the same h for the life of the cache.  0 for c NULL.
+ * Thread-safety: any thread; takes no lock.
+ */
+unsigned admit_lru_shard_index(const struct admit_lru *c, uint64_t h);
 
 /*
  * Removes every entry, shard by shard, each told to the listener as

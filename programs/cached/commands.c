@@ -275,5 +275,8 @@ execute(struct conn *c, struct cached_req *req)
 	case CACHED_MN:
 		out_str(c, "MN\r\n");
 		return;
+	case CACHED_LRU_CRAWLER:
+		do_metadump(c, req);
+		return;
 	}
 }

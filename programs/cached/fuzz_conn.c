@@ -40,7 +40,7 @@ setup(void)
 	pthread_mutex_init(&srv.reset_mu, NULL);
 	pthread_mutex_init(&srv.spare_mu, NULL);
 	if (cached_store_new((uint64_t)srv.opt.memory_mb << 20, srv.opt.max_item,
-	                     true, &srv.store))
+	                     true, 0, &srv.store))
 		abort();
 	w = calloc(1, sizeof(*w));
 	srv.workers = w;

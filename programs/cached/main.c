@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "server.h"
+#include "state.h"
 
 static int
 listen_on(const struct options *o)
@@ -109,6 +110,8 @@ usage(FILE *f)
 "                           own 96 KiB + 2 x --max-line (default 64); a value\n"
 "                           that finds it full is refused\n"
 "      --no-admission       plain LRU, no TinyLFU admission (for comparison)\n"
+"      --state-file PATH    load the items saved in PATH before listening;\n"
+"                           save them there on SIGINT or SIGTERM\n"
 "  -h, --help               this text\n"
 "Commands: get gets gat gats set add replace append prepend cas delete incr\n"
 "decr touch flush_all verbosity stats version quit, and the meta commands\n"
@@ -117,7 +120,7 @@ usage(FILE *f)
 "admission_admitted, admission_rejected, admission_window,\n"
 "admission_filter_load and hit_ratio (admit-cached(1) lists every\n"
 "difference from memcached).\n"
-"SIGINT or SIGTERM stops the server.\n");
+"SIGINT or SIGTERM stops the server (after saving --state-file).\n");
 }
 
 static bool
@@ -137,7 +140,8 @@ parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 static int
 parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_MAX_LINE = 256, OPT_IDLE, OPT_NO_ADMISSION, OPT_CONN_MEMORY };
+	enum { OPT_MAX_LINE = 256, OPT_IDLE, OPT_NO_ADMISSION, OPT_CONN_MEMORY,
+	       OPT_STATE_FILE };
 	static const struct option longopts[] = {
 		{ "port", required_argument, NULL, 'p' },
 		{ "listen", required_argument, NULL, 'l' },
@@ -149,6 +153,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "idle-timeout", required_argument, NULL, OPT_IDLE },
 		{ "no-admission", no_argument, NULL, OPT_NO_ADMISSION },
 		{ "conn-memory", required_argument, NULL, OPT_CONN_MEMORY },
+		{ "state-file", required_argument, NULL, OPT_STATE_FILE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -204,6 +209,11 @@ parse_options(int argc, char **argv, struct options *o)
 			if (!parse_num(optarg, 0, 1u << 20, &v))
 				goto bad;
 			o->conn_memory_mb = v;
+			break;
+		case OPT_STATE_FILE:
+			if (!*optarg)
+				goto bad;
+			o->state_file = optarg;
 			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
@@ -305,6 +315,87 @@ server_free(struct server *srv)
 	pthread_mutex_destroy(&srv->spare_mu);
 }
 
+static double
+secs_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) +
+	       (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Makes the store, with the items of --state-file when it has good ones
+ * (a refused file is said on stderr and left in place: the server starts
+ * empty).  False when the store cannot be made. */
+static bool
+store_start(struct server *srv)
+{
+	const struct options *o = &srv->opt;
+	struct cached_state s = { 0 };
+	struct cached_state_counts n;
+	struct timespec t0;
+	const char *why = NULL;
+	bool have = false;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (o->state_file) {
+		rc = cached_state_open(o->state_file, &s, &why);
+		have = rc == 0;
+		if (rc == ENOENT)
+			fprintf(stderr, "admit-cached: no state file %s yet: "
+			        "starting empty\n", o->state_file);
+		else if (rc)
+			fprintf(stderr, "admit-cached: state file %s refused: "
+			        "%s; starting empty\n", o->state_file, why);
+	}
+	if (cached_store_new(o->memory_mb << 20, o->max_item, o->admission,
+	                     have ? s.seed : 0, &srv->store)) {
+		cached_state_close(&s);
+		return false;
+	}
+	if (!have)
+		return true;
+	rc = cached_state_load(srv->store, &s, &n);
+	cached_state_close(&s);
+	if (rc) {
+		fprintf(stderr, "admit-cached: state file %s: %s; starting "
+		        "empty\n", o->state_file, strerror(rc));
+		return true;
+	}
+	fprintf(stderr, "admit-cached: loaded %" PRIu64 " of %" PRIu64
+	        " items from %s in %.3f s (%" PRIu64 " expired, %" PRIu64
+	        " larger than --max-item, %" PRIu64 " coldest beyond --memory, %"
+	        PRIu64 " not stored)\n", n.loaded, s.count, o->state_file,
+	        secs_since(&t0), n.expired, n.too_large, n.cold, n.failed);
+	return true;
+}
+
+/* Saves the items to --state-file; false (said on stderr) if it failed,
+ * the file then as it was. */
+static bool
+store_save(struct server *srv)
+{
+	struct timespec t0;
+	uint64_t count;
+	int rc;
+
+	if (!srv->opt.state_file || !srv->store)
+		return true;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = cached_state_save(srv->store, srv->opt.state_file, &count);
+	if (rc) {
+		fprintf(stderr, "admit-cached: cannot save the items to %s: %s; "
+		        "the file is left as it was\n", srv->opt.state_file,
+		        strerror(rc));
+		return false;
+	}
+	fprintf(stderr, "admit-cached: saved %" PRIu64 " items to %s in "
+	        "%.3f s\n", count, srv->opt.state_file, secs_since(&t0));
+	return true;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -325,8 +416,7 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (cached_store_new(srv.opt.memory_mb << 20, srv.opt.max_item,
-	                     srv.opt.admission, &srv.store))
+	if (!store_start(&srv))
 		goto out;
 	srv.lfd = listen_on(&srv.opt);
 	srv.stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -357,6 +447,8 @@ stop:
 		fprintf(stderr, "admit-cached: cannot start worker %u: %s\n",
 		        started, strerror(errno));
 	workers_stop(&srv, started, ready);
+	if (status == 0 && !store_save(&srv))
+		status = 1;
 out:
 	server_free(&srv);
 	return status;

@@ -224,6 +224,7 @@ static const struct {
 	CMD("flush_all", CACHED_FLUSH_ALL), CMD("verbosity", CACHED_VERBOSITY),
 	CMD("stats", CACHED_STATS), CMD("version", CACHED_VERSION),
 	CMD("quit", CACHED_QUIT), CMD("mn", CACHED_MN),
+	CMD("lru_crawler", CACHED_LRU_CRAWLER),
 };
 
 /* A retrieval's key list from *p: the first key (if any) and the rest. */
@@ -297,6 +298,13 @@ parse_tokens(struct cached_req *req, struct cached_tok *t, size_t n)
 		noreply_maybe(req, t, n);
 		if (!tok_u64(&t[1], &req->delta))
 			return client_error(req, BAD_FORMAT);
+		return CACHED_PARSE_OK;
+	case CACHED_LRU_CRAWLER:
+		/* metadump alone: the crawler's other commands are ERROR. */
+		if (n != 3 || !tok_is(&t[1], "metadump"))
+			return CACHED_PARSE_ERROR;
+		req->rest = t[2].p;
+		req->rest_len = t[2].n;
 		return CACHED_PARSE_OK;
 	default:
 		return CACHED_PARSE_ERROR;

@@ -19,7 +19,7 @@ enum cached_cmd {
 	CACHED_APPEND, CACHED_PREPEND, CACHED_CAS, CACHED_DELETE, CACHED_INCR,
 	CACHED_DECR, CACHED_TOUCH, CACHED_FLUSH_ALL, CACHED_VERBOSITY,
 	CACHED_STATS, CACHED_VERSION, CACHED_QUIT, CACHED_GAT, CACHED_GATS,
-	CACHED_MN,
+	CACHED_MN, CACHED_LRU_CRAWLER,
 };
 
 enum cached_parse {
@@ -35,7 +35,8 @@ struct cached_req {
 	const char *key;       /* first key (every command that has one) */
 	size_t klen;
 	const char *rest;      /* get/gets/gat/gats: the keys after the
-	                        * first; stats: its argument (may be empty) */
+	                        * first; stats: its argument (may be empty);
+	                        * lru_crawler metadump: its class list */
 	size_t rest_len;
 	uint32_t flags;
 	int64_t exptime;       /* also touch's and gat's exptime and

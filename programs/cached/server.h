@@ -3,7 +3,8 @@
  * conn.c (the connection loop and its buffers), commands.c (the text
  * commands), stats.c ("stats"), meta_cmd.c (the meta commands), reply.c
  * (the VALUE and meta reply lines), binary.c (the binary protocol),
- * workers.c (the workers and accept) and main.c (options and start-up).
+ * metadump.c (lru_crawler metadump), workers.c (the workers and accept)
+ * and main.c (options and start-up; the state file is state.c's).
  *
  * admit-cached is a memcached cache server whose storage is admit_lru with
  * adaptive W-TinyLFU admission.
@@ -72,6 +73,7 @@ struct options {
 	uint64_t memory_mb, conn_memory_mb;
 	size_t max_item, max_line;
 	bool admission;
+	const char *state_file;   /* --state-file; NULL = none */
 };
 
 /* Per-worker statistics: written by the worker alone, read by any worker
@@ -217,6 +219,9 @@ bool bin_runnable(const struct conn *c);
 
 /* stats.c */
 void do_stats(struct conn *c, const struct cached_req *req);
+
+/* metadump.c: lru_crawler metadump */
+void do_metadump(struct conn *c, const struct cached_req *req);
 
 /* meta_cmd.c */
 void meta_line(struct conn *c, const char *line, size_t len);

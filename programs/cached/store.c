@@ -22,11 +22,11 @@
  * that moment, so a later step of the wall clock does not move it (as in
  * memcached, whose clock is also monotonic once started).
  *
- * flush_all releases the capacity at once: it swaps in a new, empty
- * admit_lru and frees the old one when no thread is still using it.  Each
- * thread publishes the admit_lru it works on in a hazard slot of its own
- * for the length of one command; the flusher, after the swap, waits until
- * no slot holds the old pointer (a command takes microseconds).  A delayed
+ * flush_all empties the live cache with admit_lru_clear before it
+ * replies, so its capacity is free at once: every item stored before it
+ * is gone, and whatever its client stores after the reply lands in a
+ * shard already cleared and stays (a command of another client running
+ * meanwhile may land before or after, as in memcached).  A delayed
  * flush_all is carried out by the first command (or the maintenance
  * thread's tick) at or past its time, before that command touches the
  * cache, so it removes exactly the items stored before its time, as
@@ -39,7 +39,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -48,10 +47,11 @@
 
 int
 cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
-                 struct cached_store **out)
+                 uint64_t seed, struct cached_store **out)
 {
 	struct admit_lru_config cfg = {
 		.capacity_bytes = memory_bytes,
+		.seed = seed,
 		.policy = admission ? ADMIT_LRU_ADAPTIVE : ADMIT_LRU_PLAIN,
 	};
 	struct cached_store *st;
@@ -63,9 +63,9 @@ cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
 	while (shards > 1 && memory_bytes / shards < 4 * (max_item + HDR + 512))
 		shards /= 2;
 	cfg.shards = shards;
-	/* One seed for every cache a flush makes. */
-	if (getrandom(&cfg.seed, sizeof(cfg.seed), 0) != sizeof(cfg.seed) ||
-	    !cfg.seed)
+	if (!cfg.seed &&
+	    (getrandom(&cfg.seed, sizeof(cfg.seed), 0) != sizeof(cfg.seed) ||
+	     !cfg.seed))
 		cfg.seed = (uint64_t)time(NULL) | 1;
 	st = calloc(1, sizeof(*st));
 	if (!st)
@@ -77,19 +77,17 @@ cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
 		free(st);
 		return EINVAL;
 	}
-	atomic_init(&st->lru, lru);
-	st->cfg = cfg;
+	st->lru = lru;
+	st->seed = cfg.seed;
+	st->memory_bytes = memory_bytes;
+	st->shards = shards;
 	st->max_item = max_item;
 	atomic_init(&st->cas_seq, 0);
 	atomic_init(&st->flush_at, 0);
-	atomic_init(&st->nslots, 0);
-	for (unsigned i = 0; i < MAX_SLOTS; i++)
-		atomic_init(&st->hazard[i], NULL);
 	pthread_mutex_init(&st->flush_mu, NULL);
 	pthread_mutex_init(&st->maint_mu, NULL);
 	pthread_cond_init(&st->maint_cv, NULL);
-	if (cached_scratch_init(&st->maint_scratch, st) ||
-	    pthread_create(&st->maint, NULL, maint_main, st)) {
+	if (pthread_create(&st->maint, NULL, maint_main, st)) {
 		cached_store_free(st);
 		return ENOMEM;
 	}
@@ -110,21 +108,18 @@ cached_store_free(struct cached_store *st)
 		pthread_mutex_unlock(&st->maint_mu);
 		pthread_join(st->maint, NULL);
 	}
-	cached_scratch_free(&st->maint_scratch);
 	pthread_mutex_destroy(&st->flush_mu);
 	pthread_mutex_destroy(&st->maint_mu);
 	pthread_cond_destroy(&st->maint_cv);
-	admit_lru_free(atomic_load(&st->lru));
+	admit_lru_free(st->lru);
 	free(st);
 }
 
 int
 cached_scratch_init(struct cached_scratch *s, struct cached_store *st)
 {
-	s->slot = atomic_fetch_add(&st->nslots, 1);
+	(void)st;
 	s->lru = NULL;
-	if (s->slot >= MAX_SLOTS)
-		return EMFILE;
 	return 0;
 }
 
@@ -160,43 +155,20 @@ expires_at(struct admit_lru *lru, int64_t e)
 	return admit_lru_now(lru) + (uint64_t)secs * NS_PER_S;
 }
 
-/*
- * Publishes the admit_lru this thread is about to use in its hazard slot.
- * seq_cst store then load: the slot's store must be ordered before the
- * re-read of st->lru, or a flusher could swap and scan the slots between
- * them and free what this thread then uses.
- */
 void
-hz_acquire(struct cached_store *st, struct cached_scratch *s)
+end_cmd(struct cached_store *st, struct cached_scratch *s)
 {
-	struct admit_lru *p;
-
-	for (;;) {
-		p = atomic_load(&st->lru);
-		atomic_store(&st->hazard[s->slot], p);
-		if (atomic_load(&st->lru) == p)
-			break;
-	}
-	s->lru = p;
-}
-
-void
-hz_release(struct cached_store *st, struct cached_scratch *s)
-{
-	/* release: every use of s->lru happens before a flusher that reads
-	 * the cleared slot (acquire) frees it. */
-	atomic_store_explicit(&st->hazard[s->slot], NULL, memory_order_release);
+	(void)st;
 	s->lru = NULL;
 }
 
-/* Every command: a due delayed flush first, then the hazard, then the
- * key's one hash. */
+/* Every command: a due delayed flush first, then the key's one hash. */
 uint64_t
 begin(struct cached_store *st, struct cached_scratch *s, const char *key,
       size_t klen)
 {
 	flush_due(st);
-	hz_acquire(st, s);
+	s->lru = st->lru;
 	return admit_lru_hash(s->lru, key, klen);
 }
 
@@ -238,7 +210,7 @@ cached_store_get(struct cached_store *st, struct cached_scratch *s,
 	uint64_t h = begin(st, s, key, klen);
 
 	admit_lru_get_with_hashed(s->lru, h, key, klen, lend_item, &l);
-	hz_release(st, s);
+	end_cmd(st, s);
 	return l.hit ? CACHED_HIT : CACHED_MISS;
 }
 
@@ -455,7 +427,7 @@ compute(struct cached_store *st, struct cached_scratch *s,
 
 	u.expires = expires_at(s->lru, req->exptime);
 	rc = admit_lru_compute_hashed(s->lru, h, req->key, req->klen, updater, &u);
-	hz_release(st, s);
+	end_cmd(st, s);
 	switch (rc) {
 	case ADMIT_OK:
 		if (u.r == CACHED_NUMBER && value)
@@ -505,7 +477,7 @@ cached_store_update_cas(struct cached_store *st, struct cached_scratch *s,
 	h = begin(st, s, req->key, req->klen);
 	rc = admit_lru_set_parts_hashed(s->lru, h, req->key, req->klen, parts, 2,
 	                                expires_at(s->lru, req->exptime));
-	hz_release(st, s);
+	end_cmd(st, s);
 	switch (rc) {
 	case ADMIT_OK:
 	case ADMIT_REJECTED:  /* stored, then turned away by admission */
@@ -524,7 +496,7 @@ cached_store_delete(struct cached_store *st, struct cached_scratch *s,
 	uint64_t h = begin(st, s, key, klen);
 	enum admit_status rc = admit_lru_delete_hashed(s->lru, h, key, klen);
 
-	hz_release(st, s);
+	end_cmd(st, s);
 	return rc == ADMIT_OK ? CACHED_DELETED : CACHED_NOT_FOUND;
 }
 
@@ -575,6 +547,6 @@ cached_store_gat(struct cached_store *st, struct cached_scratch *s,
 
 	u.expires = expires_at(s->lru, exptime);
 	admit_lru_compute_hashed(s->lru, h, key, klen, updater, &u);
-	hz_release(st, s);
+	end_cmd(st, s);
 	return u.r == CACHED_NOT_FOUND ? CACHED_MISS : CACHED_HIT;
 }

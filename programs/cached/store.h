@@ -12,9 +12,10 @@
  * lends the item to the caller's reader inside admit_lru's read section
  * (admit_lru_get_with): the data is copied once, by the reader.
  *
- * flush_all swaps in an empty admit_lru (the capacity is free at once); a
- * maintenance thread carries out a due delayed flush_all and removes
- * expired items from every shard once a second (admit_lru_expire).
+ * flush_all empties the cache in place (admit_lru_clear: the capacity is
+ * free at once); a maintenance thread carries out a due delayed flush_all
+ * and removes expired items from every shard once a second
+ * (admit_lru_expire).
  * Memory: --memory for the items as admit_lru charges them, plus 32 bytes
  * per item stored with an expiry time or by a read-modify-write command
  * (admit_lru does not charge them).  A set's header and data go to
@@ -71,21 +72,23 @@ typedef void (*cached_reader_t)(const struct cached_item *it, void *arg);
 
 /* Per-thread state of the store's calls. */
 struct cached_scratch {
-	unsigned slot;           /* its hazard slot in the store */
 	struct admit_lru *lru;   /* the cache the current command uses */
 };
 
 struct cached_store_stats {
-	struct admit_lru_stats lru;   /* hits .. evicted and expired summed
-	                               * over flushes */
+	struct admit_lru_stats lru;   /* the cache's counters (a flush keeps
+	                               * them) */
 };
 
+/* A store of memory_bytes for items of up to max_item bytes, with
+ * admission or plain LRU; seed is the cache's hash seed (0 = random: a
+ * state file gives the saved one back, so each key has its shard of
+ * before).  Errors: ENOMEM, EINVAL (admit_lru_new refused it, said on
+ * stderr). */
 int cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
-                     struct cached_store **out);
+                     uint64_t seed, struct cached_store **out);
 void cached_store_free(struct cached_store *st);
-/* One scratch per thread that calls the functions below; each takes a
- * hazard slot of the store (at most 1023 threads).  Errors: EMFILE (no
- * slot left). */
+/* One scratch per thread that calls the functions below.  Returns 0. */
 int cached_scratch_init(struct cached_scratch *s, struct cached_store *st);
 void cached_scratch_free(struct cached_scratch *s);
 
@@ -139,8 +142,7 @@ enum cached_result cached_store_touch(struct cached_store *st,
  * capacity is free when this returns.  A positive delay (seconds, or a Unix
  * time above 30 days) removes, when it comes, the items stored before it;
  * it replaces a pending one.  Must not be called by a thread inside another
- * store call.  Errors: ENOMEM (a new cache could not be made; nothing
- * changed). */
+ * store call.  Returns 0. */
 int cached_store_flush(struct cached_store *st, int64_t delay);
 void cached_store_stats(struct cached_store *st, struct cached_store_stats *out);
 

@@ -1,7 +1,7 @@
 /*
  * store_impl.h - what store.c (the text commands' items) and store_meta.c
  * (the meta commands') share: the store itself, the item header, and the
- * steps every command takes (begin, then hz_release when done).
+ * steps every command takes (begin, then end_cmd when done).
  */
 #ifndef CACHED_STORE_IMPL_H
 #define CACHED_STORE_IMPL_H
@@ -13,7 +13,6 @@
 #include "store.h"
 
 #define REL_EXPTIME_MAX 2592000  /* 30 days: above, an exptime is a Unix time */
-#define MAX_SLOTS 1024u          /* hazard slots: workers + maintenance */
 #define NS_PER_S UINT64_C(1000000000)
 
 /* The item header, 12 bytes in front of the data, each charged against
@@ -36,35 +35,34 @@ hdr_get(const char *p, uint64_t *cas, uint32_t *flags)
 }
 
 struct cached_store {
-	_Atomic(struct admit_lru *) lru;
-	struct admit_lru_config cfg;     /* to make the next one on a flush */
+	struct admit_lru *lru;           /* for the store's life: written
+	                                  * before any thread that reads it
+	                                  * is created */
+	uint64_t seed;                   /* the cache's hash seed */
+	uint64_t memory_bytes;           /* its byte capacity */
+	unsigned shards;                 /* its shards, each given an equal
+	                                  * share of memory_bytes */
 	size_t max_item;
 	atomic_uint_fast64_t cas_seq;    /* last unique handed out */
 	atomic_int_fast64_t flush_at;    /* pending delayed flush; 0 = none */
-	pthread_mutex_t flush_mu;        /* one flush at a time; base */
-	struct admit_lru_stats base;     /* counters of flushed admit_lrus */
-	atomic_uint nslots;
-	_Atomic(struct admit_lru *) hazard[MAX_SLOTS];
+	pthread_mutex_t flush_mu;        /* one flush at a time */
 	/* The maintenance thread. */
 	pthread_t maint;
 	bool maint_started, stopping;    /* under maint_mu */
 	pthread_mutex_t maint_mu;
 	pthread_cond_t maint_cv;
-	struct cached_scratch maint_scratch;
 };
 
 /* memcached's exptime e as an expiry time on lru's clock (store.c). */
 uint64_t expires_at(struct admit_lru *lru, int64_t e);
-/* Every command: a due delayed flush first, then the hazard, then the
- * key's one hash; hz_release when the command is done with s->lru. */
+/* Every command: a due delayed flush first, then the key's one hash;
+ * end_cmd when the command is done with s->lru. */
 uint64_t begin(struct cached_store *st, struct cached_scratch *s,
                const char *key, size_t klen);
-void hz_release(struct cached_store *st, struct cached_scratch *s);
+void end_cmd(struct cached_store *st, struct cached_scratch *s);
 /* Whether up holds one of our items; *cas, *flags, *data, *len its parts. */
 bool old_item(const struct admit_lru_update *up, uint64_t *cas,
               uint32_t *flags, const char **data, size_t *len);
-/* Publishes the admit_lru this thread is about to use (store.c). */
-void hz_acquire(struct cached_store *st, struct cached_scratch *s);
 /* Carries out a delayed flush_all whose time has come (store_flush.c). */
 void flush_due(struct cached_store *st);
 /* The maintenance thread: a due flush, then expiry, once a second. */

@@ -358,7 +358,7 @@ cached_store_meta(struct cached_store *st, struct cached_scratch *s,
 	memset(res, 0, sizeof(*res));
 	u.lru = s->lru;
 	rc = admit_lru_compute_hashed(s->lru, h, m->key, m->klen, meta_updater, &u);
-	hz_release(st, s);
+	end_cmd(st, s);
 	if (rc == ADMIT_ETOOBIG)
 		res->status = CACHED_META_TOO_LARGE;
 	else if (rc == ADMIT_REJECTED && res->status == CACHED_META_STORED &&

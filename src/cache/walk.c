@@ -1,7 +1,8 @@
 /*
  * walk.c - calls over the whole cache, one shard after another, each
  * shard's mutex held only for its own part: admit_lru_set_capacity,
- * admit_lru_foreach, admit_lru_clear and admit_lru_stats_ex.  No call
+ * admit_lru_foreach (and admit_lru_shard_index, which names its shards),
+ * admit_lru_clear and admit_lru_stats_ex.  No call
  * holds two shard mutexes.
  *
  * The walk lists a shard's entries under its mutex, then visits them with
@@ -118,6 +119,12 @@ admit_lru_foreach(struct admit_lru *c, admit_lru_visitor_t fn, void *arg)
 			break;
 	}
 	return ADMIT_OK;
+}
+
+unsigned
+admit_lru_shard_index(const struct admit_lru *c, uint64_t h)
+{
+	return c ? (unsigned)(shard_of(c, h) - c->shards) : 0;
 }
 
 enum admit_status
