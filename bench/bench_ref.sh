@@ -5,20 +5,25 @@
 # --cflags --libs admit)` against the library installed in PREFIX, and
 # bench/user_ref.cc, the same program on the reference's own header-only
 # code, built with `c++ -O2 -march=native`.  Run alternately, ROUNDS times
-# (the order swapped every round), at 8 and 16 bits, N keys; then, at
+# (the order swapped every round), at 8 and 16 bits and in semi-sorted
+# buckets of 13-bit fingerprints (BITS 13: admit's semi_sorted layout
+# against the reference's PackedTable), N keys; then, at
 # BIG_N keys, admit's 8-byte-key batch against the machine's prefetched
 # two-line limit (user_filter --batch-only --limit).
 #
 # usage: bench_ref.sh SRCDIR PREFIX REFDIR
 # environment: N (default 16777216), BIG_N (268435456; 0 skips),
-#              ROUNDS (5), BITS ("8 16"), REF_FLAGS (the reference's
-#              compiler flags, "-O2 -march=native" as a user's program)
+#              ROUNDS (5), BITS ("8 16 13"), BIG_BITS (the widths of the
+#              BIG_N runs, "8 16"), REF_FLAGS (the reference's compiler
+#              flags, "-O2 -march=native" as a user's program)
 # Prints every run's Mops/s, then per op the medians and the median of the
-# per-round ratios admit / reference.
+# per-round ratios admit / reference; and each filter's bits per item and
+# measured false-positive rate (percent) with their ratios.
 set -e
 src=$1 prefix=$2 ref=$3
 n=${N:-16777216} big=${BIG_N:-268435456} rounds=${ROUNDS:-5}
-bits_list=${BITS:-8 16}
+bits_list=${BITS:-8 16 13}
+big_bits=${BIG_BITS:-8 16}
 if [ ! -f "$ref/cuckoofilter.h" ]; then
 	echo "bench_ref.sh: no reference filter at $ref: skipped"
 	exit 0
@@ -67,8 +72,8 @@ for b in $bits_list; do
 	{ v[$2, $3, $1] = $4; ops[$3] = 1 }
 	END {
 		printf "%-14s %9s %9s %14s\n", "op", "admit", "ref", "admit / ref"
-		split("insert lookup+ lookup- insert_u64 contains_u64", order, " ")
-		for (o = 1; o <= 5; o++) {
+		split("insert lookup+ lookup- insert_u64 contains_u64 bits_per_item fpr_percent", order, " ")
+		for (o = 1; o <= 7; o++) {
 			op = order[o]
 			# the batches against the reference single calls
 			rop = op == "insert_u64" ? "insert" : op == "contains_u64" ? "lookup+" : op
@@ -89,7 +94,7 @@ for b in $bits_list; do
 done
 
 [ "$big" -gt 0 ] || exit 0
-for b in $bits_list; do
+for b in $big_bits; do
 	out="$tmp/big-$b"
 	: > "$out"
 	r=0

@@ -2,13 +2,16 @@
 // header-only) as a user's program meets it: the same program as
 // bench/user_filter.c, built by bench/bench_ref.sh with
 // `c++ -O2 -march=native -I<its src>`.  Nothing of it is copied here: this
-// file instantiates its CuckooFilter<uint64_t, 8 or 16> with its defaults
-// and calls Add and Contain on the same keys as user_filter.
+// file instantiates its CuckooFilter<uint64_t, 8 or 16> with its defaults,
+// or for BITS 13 its semi-sorted CuckooFilter<uint64_t, 13, PackedTable>
+// (its own benchmarks' SemiSort13), and calls Add and Contain on the same
+// keys as user_filter.
 //
 //   user_ref N BITS
 //
-// Prints "op Mops/s" lines for insert, lookup+ and lookup-; exits 1 if a
-// present key is not found.
+// Prints "op Mops/s" lines for insert, lookup+ and lookup-, then
+// bits_per_item (its table's bytes x 8 / N) and fpr_percent (the absent
+// keys found); exits 1 if a present key is not found.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -53,12 +56,13 @@ report(const char *op, size_t n, double t)
 	std::printf("%s %.3f\n", op, n / t / 1e6);
 }
 
-template <size_t bits>
+template <size_t bits,
+          template <size_t> class Table = cuckoofilter::SingleTable>
 int
 run(size_t n)
 {
 	std::vector<uint64_t> keys = keys_from(1, n);
-	cuckoofilter::CuckooFilter<uint64_t, bits> f(n);
+	cuckoofilter::CuckooFilter<uint64_t, bits, Table> f(n);
 	size_t hits = 0;
 	double t0 = now();
 
@@ -80,6 +84,8 @@ run(size_t n)
 	for (size_t i = 0; i < n; i++)
 		hits += f.Contain(absent[i]) == cuckoofilter::Ok;
 	report("lookup-", n, now() - t0);
+	std::printf("bits_per_item %.3f\nfpr_percent %.4f\n",
+	            8.0 * f.SizeInBytes() / n, 100.0 * hits / n);
 	return 0;
 }
 } // namespace
@@ -98,5 +104,7 @@ main(int argc, char **argv)
 		return run<8>(n);
 	if (bits == 16)
 		return run<16>(n);
+	if (bits == 13)
+		return run<13, cuckoofilter::PackedTable>(n);
 	return 2;
 }

@@ -2,8 +2,8 @@
  * fuzz_api - libFuzzer target: random sequences of cuckoo filter calls,
  * checked against an exact model after every call.
  *
- * The first input byte picks the mode (8-bit, 16-bit, counting) and the
- * stripe count; each later pair of bytes is one call on one of 16 keys of
+ * The first input byte picks the mode (8-bit, 16-bit, counting, or
+ * 13-bit semi-sorted buckets) and the stripe count; each later pair of bytes is one call on one of 16 keys of
  * lengths 0 to 8.  The keys are chosen with pairwise distinct signatures
  * (stress_common.h), so the filter is exact on them and the model is one
  * number per key: copies (membership) or the counter (counting).  A call
@@ -80,6 +80,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (cfg.counting)
 		cfg.fingerprint_bits = 16;
 	cfg.stripes = stripes[(data[0] >> 3) & 3];
+	if (!cfg.counting && (data[0] & 0x20)) {
+		cfg.semi_sorted = true;
+		cfg.fingerprint_bits = 13;
+	}
 	if (admit_cuckoo_new(&cfg, &f) != ADMIT_OK)
 		abort();
 	pick_keys(f, keys);

@@ -32,6 +32,7 @@ write_seeds(const char *dir)
 		{ .capacity = 40, .fingerprint_bits = 8, .stripes = 4, .seed = 1 },
 		{ .capacity = 40, .fingerprint_bits = 16, .stripes = 8, .seed = 2 },
 		{ .capacity = 40, .counting = true, .stripes = 1, .seed = 3 },
+		{ .capacity = 40, .semi_sorted = true, .stripes = 2, .seed = 4 },
 	};
 
 	for (unsigned i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {

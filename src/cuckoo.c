@@ -79,7 +79,13 @@ _Static_assert(offsetof(struct admit_cuckoo, view) == 0,
 
 /* ---- creation ----------------------------------------------------------- */
 
-#define ALT16_BYTES (65536 * sizeof(uint32_t))
+/* The alt16 table's bytes: an entry per fingerprint of the width. */
+static size_t
+alt16_bytes(unsigned fp_bits)
+{
+	return ((size_t)1 << fp_bits) * sizeof(uint32_t);
+}
+#define SS_DECODE_BYTES (SS_DECODE_ENTRIES * sizeof(uint16_t))
 
 uint32_t
 cuckoo_buckets_for(uint64_t capacity)
@@ -114,7 +120,12 @@ set_layout(struct admit_cuckoo *f, uint32_t m, unsigned fingerprint_bits,
 	f->m_shift = 32 - (unsigned)__builtin_ctz(m);
 	f->counting = counting;
 	f->slot_bits = fingerprint_bits;
-	f->lookup_width = counting ? 0 : fingerprint_bits;
+	/* The semi-sorted layout unpacks to 16-bit lanes and has lookups
+	 * of its own (lookup_width 0: no 8- or 16-bit specialisation). */
+	if (fingerprint_bits == SS_FP_BITS)
+		f->slot_bits = 16;
+	f->lookup_width = counting || fingerprint_bits == SS_FP_BITS ? 0 :
+	                  fingerprint_bits;
 	f->fp_bits = counting ? 16 - COUNTER_BITS : fingerprint_bits;
 	f->fp_shift = counting ? COUNTER_BITS : 0;
 	f->seed = seed;
@@ -150,6 +161,7 @@ set_ops(struct admit_cuckoo *f)
 #endif
 	f->bmi2 = bmi2;
 	f->ops = f->counting ? cuckoo_counting_pick(f) :
+	         f->t16 ? cuckoo_semisort_pick(f, bmi2) :
 	         f->slot_bits == 8 ? cuckoo_fp8_pick(f, bmi2) :
 	         cuckoo_fp16_pick(f, bmi2);
 #ifdef ADMIT_BROKEN_SKIP_VALIDATION
@@ -178,28 +190,36 @@ cuckoo_create(uint64_t capacity, uint32_t m, unsigned fingerprint_bits,
 	f->capacity = capacity;
 	f->stripe_mask = stripes - 1;
 	set_layout(f, m, fingerprint_bits, counting, seed, hash_version);
-	table_bytes = (size_t)m * cuckoo_bucket_bytes(f);
+	table_bytes = (size_t)m * cuckoo_bucket_bytes_of(fingerprint_bits);
 	f->stats = admit_mem_table(&f->alloc,
 	                           (size_t)stripes * sizeof(*f->stats),
 	                           &f->footprint);
 	if (fingerprint_bits == 8)
 		f->t32 = admit_mem_table(&f->alloc, table_bytes, &f->footprint);
+	else if (fingerprint_bits == SS_FP_BITS)
+		f->t16 = admit_mem_table(&f->alloc, table_bytes, &f->footprint);
 	else
 		f->t64 = admit_mem_table(&f->alloc, table_bytes, &f->footprint);
-	want_alt16 = !counting && fingerprint_bits == 16 &&
+	/* 16 bits: 256 KiB, 13 bits (semi-sorted): 32 KiB. */
+	want_alt16 = !counting && fingerprint_bits != 8 &&
 	             m >= CUCKOO_ALT16_MIN_BUCKETS;
-	if (want_alt16 && (f->alt16 = admit_mem_zalloc(&f->alloc, ALT16_BYTES,
+	if (want_alt16 && (f->alt16 = admit_mem_zalloc(&f->alloc,
+	                                               alt16_bytes(f->fp_bits),
 	                                               &f->footprint)))
-		for (unsigned fp = 0; fp < 65536; fp++)
+		for (unsigned fp = 0; fp < 1u << f->fp_bits; fp++)
 			f->alt16[fp] = cuckoo_alt_of(fp, f->alt_seed, m);
-	if (!f->stats || (!f->t32 && !f->t64) ||
-	    (want_alt16 && !f->alt16)) {
+	if (f->t16 && (f->ss_dec = admit_mem_zalloc(&f->alloc, SS_DECODE_BYTES,
+	                                            &f->footprint)))
+		ss_build_decode(f->ss_dec);
+	if (!f->stats || (!f->t32 && !f->t64 && !f->t16) ||
+	    (want_alt16 && !f->alt16) || (f->t16 && !f->ss_dec)) {
 		admit_cuckoo_free(f);
 		return ADMIT_NOMEM;
 	}
 	set_ops(f);
 	f->view = (struct admit_cuckoo_view){
-		.table = f->t32 ? (const void *)f->t32 : (const void *)f->t64,
+		.table = f->t32 ? (const void *)f->t32 :
+		         f->t16 ? (const void *)f->t16 : (const void *)f->t64,
 		.seq = f->seq, .seed = f->seed, .m = f->m,
 		.stripe_mask = f->stripe_mask, .alt_seed = f->alt_seed,
 		/* The view's inline lookup hashes by XXH3 (version 1);
@@ -222,8 +242,10 @@ admit_cuckoo_new(const struct admit_cuckoo_config *cfg, struct admit_cuckoo **ou
 	m = cuckoo_buckets_for(cfg->capacity);
 	if (m == 0)
 		return ADMIT_EINVAL;
-	bits = cfg->fingerprint_bits ? cfg->fingerprint_bits : 16;
-	if (bits != 8 && bits != 16)
+	bits = cfg->fingerprint_bits ? cfg->fingerprint_bits :
+	       cfg->semi_sorted ? SS_FP_BITS : 16;
+	if (cfg->semi_sorted ? bits != SS_FP_BITS || cfg->counting
+	                     : bits != 8 && bits != 16)
 		return ADMIT_EINVAL;
 	if (cfg->counting && bits != 16)
 		return ADMIT_EINVAL;
@@ -247,12 +269,14 @@ admit_cuckoo_free(struct admit_cuckoo *f)
 	if (!f)
 		return;
 	a = f->alloc;
-	admit_mem_table_free(&a, f->t32 ? (void *)f->t32 : (void *)f->t64,
+	admit_mem_table_free(&a, f->t32 ? (void *)f->t32 :
+	                         f->t16 ? (void *)f->t16 : (void *)f->t64,
 	                     (size_t)f->m * cuckoo_bucket_bytes(f), NULL);
+	admit_mem_free(&a, f->ss_dec, SS_DECODE_BYTES, NULL);
 	admit_mem_table_free(&a, f->stats,
 	                     (size_t)(f->stripe_mask + 1) * sizeof(*f->stats),
 	                     NULL);
-	admit_mem_free(&a, f->alt16, ALT16_BYTES, NULL);
+	admit_mem_free(&a, f->alt16, alt16_bytes(f->fp_bits), NULL);
 	admit_mem_table_free(&a, f, cuckoo_struct_bytes(f->stripe_mask + 1), NULL);
 }
 

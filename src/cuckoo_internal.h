@@ -5,7 +5,11 @@
  *
  * A bucket is one atomic word of 4 slots: uint32_t for 8-bit fingerprints,
  * uint64_t for 16-bit ones.  Every slot access is a whole-word atomic load or
- * store, and searching a bucket is SWAR arithmetic on that word.  A slot
+ * store, and searching a bucket is SWAR arithmetic on that word.  The
+ * semi-sorted layout (cuckoo_semisort.h) packs a bucket of 13-bit
+ * fingerprints in three atomic uint16_t words of its own; bucket_load()
+ * unpacks it into the 16-bit lane word and bucket_store() packs it back, so
+ * the shared writers see a 16-bit filter.  A slot
  * value of 0 is an empty slot; fingerprints are never 0.  In counting mode a
  * 16-bit slot is (fingerprint << 4) | counter, with counter >= 1.
  */
@@ -20,6 +24,7 @@
 #include <admit/cuckoo.h>
 #include <admit/cuckoo_inline.h>
 
+#include "cuckoo_semisort.h"
 #include "hash.h"
 
 #include "alloc.h" /* ADMIT_CACHELINE */
@@ -51,17 +56,24 @@ struct admit_cuckoo {
 	 * that header's contract. */
 	struct admit_cuckoo_view view;
 
-	/* Exactly one of t32 / t64 is the table, by slot_bits. */
+	/* Exactly one of t32 / t64 / t16 is the table: t32 for 8-bit slots,
+	 * t64 for 16-bit ones, t16 (3 words a bucket) for the semi-sorted
+	 * layout. */
 	_Atomic uint32_t *t32;
 	_Atomic uint64_t *t64;
+	_Atomic uint16_t *t16;
+	/* Semi-sorted layout: its nibble decode table (SS_DECODE_ENTRIES). */
+	uint16_t *ss_dec;
 	uint32_t m;               /* buckets, >= 2 */
 	bool pow2;                /* m is a power of two */
 	uint32_t m_mask;          /* m - 1: (x mod m) = (x & m_mask) if pow2 */
 	unsigned m_shift;         /* if pow2, 32 - log2(m): fastrange32(x, m)
 	                           * is x >> m_shift */
 	uint32_t stripe_mask;     /* stripes - 1 */
-	unsigned slot_bits;       /* 8 or 16 */
-	unsigned fp_bits;         /* 8, 16, or 12 in counting mode */
+	unsigned slot_bits;       /* 8 or 16 (16: the semi-sorted layout's
+	                           * unpacked lanes) */
+	unsigned fp_bits;         /* 8, 16, 12 in counting mode, 13
+	                           * semi-sorted */
 	unsigned fp_shift;        /* 4 in counting mode (counter below), else 0 */
 	unsigned lookup_width;    /* slot_bits, 0 in counting mode: which
 	                           * specialised lookup the layout runs */
@@ -100,7 +112,8 @@ struct admit_cuckoo {
 	/* The same for the 65536 fingerprints of a 16-bit membership filter
 	 * of CUCKOO_ALT16_MIN_BUCKETS or more (256 KiB, at most 1/16 of its
 	 * table; NULL otherwise): one load, mostly from L2, in place of
-	 * about a dozen instructions on a lookup's critical path. */
+	 * about a dozen instructions on a lookup's critical path.  A
+	 * semi-sorted filter of that size has one for its 8192 (32 KiB). */
 	uint32_t *alt16;
 
 	/* SWAR constants for slot_bits: lane ones, lane high bits, the lanes'
@@ -154,35 +167,78 @@ enum admit_status cuckoo_create(uint64_t capacity, uint32_t m,
 /* The bucket count for a capacity at 95 % load; 0 if it does not fit. */
 uint32_t cuckoo_buckets_for(uint64_t capacity);
 
+/* A bucket's bytes for a fingerprint width (13: semi-sorted). */
+static inline size_t
+cuckoo_bucket_bytes_of(unsigned fp_width)
+{
+	return fp_width == SS_FP_BITS ? SS_BUCKET_BYTES : fp_width / 2;
+}
+
 static inline size_t
 cuckoo_bucket_bytes(const struct admit_cuckoo *f)
 {
-	return f->slot_bits / 2; /* 4 slots of slot_bits bits */
+	return f->t16 ? SS_BUCKET_BYTES : f->slot_bits / 2;
 }
 
-/* Where bucket i lives: for prefetching it. */
+/* Where bucket i lives: for prefetching it (a semi-sorted bucket may end on
+ * the next line: ss_prefetch() takes both). */
 static inline const void *
 cuckoo_bucket_addr(const struct admit_cuckoo *f, uint32_t i)
 {
-	return f->t32 ? (const void *)&f->t32[i] : (const void *)&f->t64[i];
+	return f->t32 ? (const void *)&f->t32[i] :
+	       f->t16 ? (const void *)&f->t16[(size_t)i * 3] :
+	       (const void *)&f->t64[i];
+}
+
+/* A semi-sorted bucket's packed 48 bits, by three loads.  acquire: as
+ * bucket_load().  Not one instant: a writer may store between the loads,
+ * so only a read validated by the bucket's stripe (stripe.h) stands. */
+static inline __attribute__((always_inline)) uint64_t
+ss_load_raw(const _Atomic uint16_t *t16, uint32_t i)
+{
+	const _Atomic uint16_t *w = &t16[(size_t)i * 3];
+
+	return (uint64_t)atomic_load_explicit(&w[0], memory_order_acquire) |
+	       (uint64_t)atomic_load_explicit(&w[1], memory_order_acquire) << 16 |
+	       (uint64_t)atomic_load_explicit(&w[2], memory_order_acquire) << 32;
+}
+
+/* release: as bucket_store(), each word.  Only under the bucket's stripe:
+ * the three words are this bucket's alone, so no other bucket's writer
+ * (under another stripe) ever stores to them. */
+static inline void
+ss_store_raw(_Atomic uint16_t *t16, uint32_t i, uint64_t v)
+{
+	_Atomic uint16_t *w = &t16[(size_t)i * 3];
+
+	atomic_store_explicit(&w[0], (uint16_t)v, memory_order_release);
+	atomic_store_explicit(&w[1], (uint16_t)(v >> 16), memory_order_release);
+	atomic_store_explicit(&w[2], (uint16_t)(v >> 32), memory_order_release);
 }
 
 /* acquire: pairs with the release in bucket_store(), so a reader that sees
- * a word sees the odd stripe before it (see stripe.h). */
+ * a word sees the odd stripe before it (see stripe.h).  A semi-sorted
+ * bucket comes unpacked into 16-bit lanes. */
 static inline uint64_t
 bucket_load(const struct admit_cuckoo *f, uint32_t i)
 {
 	if (f->t32)
 		return atomic_load_explicit(&f->t32[i], memory_order_acquire);
+	if (f->t16)
+		return ss_unpack(ss_load_raw(f->t16, i), f->ss_dec);
 	return atomic_load_explicit(&f->t64[i], memory_order_acquire);
 }
 
-/* release: orders the writer's odd stripe before the new word. */
+/* release: orders the writer's odd stripe before the new word.  A
+ * semi-sorted bucket is packed (sorted) first: its lanes may come back in
+ * another order, the same multiset. */
 static inline void
 bucket_store(struct admit_cuckoo *f, uint32_t i, uint64_t v)
 {
 	if (f->t32)
 		atomic_store_explicit(&f->t32[i], (uint32_t)v, memory_order_release);
+	else if (f->t16)
+		ss_store_raw(f->t16, i, ss_pack(v));
 	else
 		atomic_store_explicit(&f->t64[i], v, memory_order_release);
 }

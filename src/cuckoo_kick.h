@@ -42,8 +42,10 @@ slot_fp_w(const struct admit_cuckoo *f, uint64_t b, unsigned s, unsigned w)
 static inline __attribute__((always_inline)) uint32_t
 alt_w(const struct admit_cuckoo *f, uint32_t i, uint32_t fp, unsigned w)
 {
+	/* w 0: a semi-sorted filter may have the table (a counting one
+	 * never has). */
 	return w == 8 ? cuckoo_alt8(f, i, fp) :
-	       w == 16 && f->alt16 ? cuckoo_alt_t(f, i, f->alt16[fp]) :
+	       w != 8 && f->alt16 ? cuckoo_alt_t(f, i, f->alt16[fp]) :
 	       cuckoo_alt(f, i, fp);
 }
 

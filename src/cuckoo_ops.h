@@ -12,6 +12,8 @@
  *   cuckoo_fp16.c      16-bit fingerprints, a bucket one uint64_t
  *   cuckoo_counting.c  12-bit fingerprints and 4-bit counters in 16-bit
  *                      slots, and the counting calls (increment, halve)
+ *   cuckoo_semisort.c  13-bit fingerprints, a bucket 48 bits (three
+ *                      uint16_t words) by semi-sorting (cuckoo_semisort.h)
  *
  * Every operation receives arguments already checked at the public
  * boundary; its contract is the public call's (include/admit/cuckoo.h).
@@ -88,6 +90,8 @@ const struct cuckoo_ops *cuckoo_fp8_pick(const struct admit_cuckoo *f,
 const struct cuckoo_ops *cuckoo_fp16_pick(const struct admit_cuckoo *f,
                                           bool bmi2);
 const struct cuckoo_ops *cuckoo_counting_pick(const struct admit_cuckoo *f);
+const struct cuckoo_ops *cuckoo_semisort_pick(const struct admit_cuckoo *f,
+                                              bool bmi2);
 
 /* The stress suite's planted bug (stress/README.md): ops whose lookups
  * believe a miss without validating it, the writers those of base.  Only in

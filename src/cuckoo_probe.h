@@ -140,11 +140,16 @@ probe_match_any(void *arg)
 	        lanes_matching(q->f, q->b2, q->p.fp)) != 0;
 }
 
-/* For admit_cuckoo_count(): only the validated pair will do. */
+/* For admit_cuckoo_count(): only the validated pair will do.  By
+ * bucket_load(), which knows every layout's table (a semi-sorted one
+ * unpacked). */
 static inline bool
 probe_read_pair(void *arg)
 {
-	probe_load(arg, ((struct probe *)arg)->f->slot_bits);
+	struct probe *q = arg;
+
+	q->b1 = bucket_load(q->f, q->p.i1);
+	q->b2 = bucket_load(q->f, q->p.i2);
 	return false;
 }
 

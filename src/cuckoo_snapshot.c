@@ -6,15 +6,20 @@
  *   0  magic "ADMITCKF"
  *   8  u32 format version: 2, or 1 for a filter that hashes 8-byte keys
  *      by XXH3 as it does every other key (cuckoo_internal.h's
- *      hash_version; a version-1 file loads as such and saves as such)
+ *      hash_version; a version-1 file loads as such and saves as such),
+ *      or 3 for the semi-sorted layout (hashing as version 2)
  *  12  u32 flags (bit 0: counting mode; other bits must be 0)
- *  16  u32 fingerprint (slot) bits, 8 or 16
+ *  16  u32 fingerprint (slot) bits, 8 or 16 (versions 1 and 2), 13
+ *      (version 3)
  *  20  u32 stripes
  *  24  u64 capacity
  *  32  u64 buckets (must equal what the capacity gives)
  *  40  u64 seed
  *  48  u64 items
- *  56  buckets x (slot bits / 2) bytes: the table, each bucket a u32 or u64
+ *  56  the table: buckets x (slot bits / 2) bytes, each bucket a u32 or
+ *      u64; in version 3, buckets x 6 bytes, each bucket its packed 48
+ *      bits (cuckoo_semisort.h), which must be a valid rank and in the
+ *      canonical (sorted) order
  *  end u64 XXH3-64 of every byte before it
  *
  * Loading trusts nothing: only a regular file is opened (snapfile_open), the
@@ -39,6 +44,17 @@
 #define SNAP_MAGIC "ADMITCKF"
 #define SNAP_HEADER 56
 #define SNAP_FLAG_COUNTING 1u
+#define SNAP_VERSION_SEMISORT 3u
+
+/* A bucket as the file holds it: bb bytes, little-endian. */
+static uint64_t
+snap_get_bucket(const unsigned char *p, size_t bb)
+{
+	return bb == 4 ? snap_get32(p) :
+	       bb == SS_BUCKET_BYTES ? snap_get32(p) | (uint64_t)p[4] << 32 |
+	                               (uint64_t)p[5] << 40 :
+	       snap_get64(p);
+}
 
 static void
 lock_all(struct admit_cuckoo *f)
@@ -76,10 +92,17 @@ cuckoo_snapshot_encode(const struct admit_cuckoo *cf, unsigned char *buf)
 	lock_all(f);
 	t = buf + SNAP_HEADER;
 	for (uint32_t i = 0; i < f->m; i++) {
-		if (bb == 4)
+		if (bb == 4) {
 			snap_put32(t + (size_t)i * 4, (uint32_t)bucket_load(f, i));
-		else
+		} else if (f->t16) {
+			uint64_t v = ss_load_raw(f->t16, i);
+
+			snap_put32(t + (size_t)i * 6, (uint32_t)v);
+			t[(size_t)i * 6 + 4] = (unsigned char)(v >> 32);
+			t[(size_t)i * 6 + 5] = (unsigned char)(v >> 40);
+		} else {
 			snap_put64(t + (size_t)i * 8, bucket_load(f, i));
+		}
 	}
 	/* relaxed: every stripe is held, so no writer is changing these. */
 	for (uint32_t s = 0; s <= f->stripe_mask; s++)
@@ -88,9 +111,9 @@ cuckoo_snapshot_encode(const struct admit_cuckoo *cf, unsigned char *buf)
 	unlock_all(f);
 
 	memcpy(buf, SNAP_MAGIC, 8);
-	snap_put32(buf + 8, f->hash_version);
+	snap_put32(buf + 8, f->t16 ? SNAP_VERSION_SEMISORT : f->hash_version);
 	snap_put32(buf + 12, f->counting ? SNAP_FLAG_COUNTING : 0);
-	snap_put32(buf + 16, f->slot_bits);
+	snap_put32(buf + 16, f->fp_bits == SS_FP_BITS ? SS_FP_BITS : f->slot_bits);
 	snap_put32(buf + 20, f->stripe_mask + 1);
 	snap_put64(buf + 24, f->capacity);
 	snap_put64(buf + 32, f->m);
@@ -124,12 +147,24 @@ read_all(FILE *fp, void *buf, size_t n)
 	return fread(buf, 1, n, fp) == n;
 }
 
-/* Every slot must be empty or a valid entry for the mode.  Also rebuilds the
- * per-stripe item counts. */
+/* Every slot must be empty or a valid entry for the mode (a semi-sorted
+ * bucket, as the file holds it packed: a rank below SS_CODES, in the one
+ * sorted order), then goes into bucket i.  Also rebuilds the per-stripe
+ * item counts.  The filter is not yet shared: the stores' release is
+ * stronger than needed, and free. */
 static bool
 check_bucket(struct admit_cuckoo *f, uint32_t i, uint64_t b)
 {
 	unsigned n = 0;
+	uint64_t raw = b;
+
+	if (f->t16) {
+		if ((raw & 0xfff) >= SS_CODES)
+			return false;
+		b = ss_unpack(raw, f->ss_dec);
+		if (ss_pack(b) != raw)
+			return false;
+	}
 
 	for (unsigned s = 0; s < CUCKOO_SLOTS; s++) {
 		uint64_t v = slot_get(f, b, s);
@@ -141,7 +176,18 @@ check_bucket(struct admit_cuckoo *f, uint32_t i, uint64_t b)
 		n++;
 	}
 	stat_add_locked(&f->stats[i & f->stripe_mask].items, n);
+	if (f->t16)
+		ss_store_raw(f->t16, i, raw);
+	else
+		bucket_store(f, i, b);
 	return true;
+}
+
+/* The hash version a snapshot's format version gives its filter. */
+static unsigned
+snap_hash_version(uint32_t version)
+{
+	return version == SNAP_VERSION_SEMISORT ? CUCKOO_HASH_MUL8 : version;
 }
 
 /* The header's parameters, checked as admit_cuckoo_new would check them;
@@ -150,26 +196,29 @@ check_bucket(struct admit_cuckoo *f, uint32_t i, uint64_t b)
 static bool
 parse_header(const unsigned char *hdr, uint64_t *total)
 {
-	uint32_t flags, bits, stripes;
+	uint32_t version, flags, bits, stripes;
 	uint64_t capacity, m;
 
+	version = snap_get32(hdr + 8);
 	if (memcmp(hdr, SNAP_MAGIC, 8) != 0 ||
-	    (snap_get32(hdr + 8) != CUCKOO_HASH_XXH3 &&
-	     snap_get32(hdr + 8) != CUCKOO_HASH_MUL8))
+	    (version != CUCKOO_HASH_XXH3 && version != CUCKOO_HASH_MUL8 &&
+	     version != SNAP_VERSION_SEMISORT))
 		return false;
 	flags = snap_get32(hdr + 12);
 	bits = snap_get32(hdr + 16);
 	stripes = snap_get32(hdr + 20);
 	capacity = snap_get64(hdr + 24);
 	m = snap_get64(hdr + 32);
-	if ((flags & ~SNAP_FLAG_COUNTING) || (bits != 8 && bits != 16) ||
+	if ((flags & ~SNAP_FLAG_COUNTING) ||
+	    (version == SNAP_VERSION_SEMISORT ? bits != SS_FP_BITS || flags
+	                                      : bits != 8 && bits != 16) ||
 	    ((flags & SNAP_FLAG_COUNTING) && bits != 16) ||
 	    stripes == 0 || stripes > ADMIT_CUCKOO_MAX_STRIPES ||
 	    (stripes & (stripes - 1)) || capacity == 0 ||
 	    capacity > ADMIT_CUCKOO_MAX_CAPACITY ||
 	    m != cuckoo_buckets_for(capacity))
 		return false;
-	*total = SNAP_HEADER + m * (bits / 2) + 8;
+	*total = SNAP_HEADER + m * cuckoo_bucket_bytes_of(bits) + 8;
 	return true;
 }
 
@@ -207,11 +256,11 @@ admit_cuckoo_load(const char *path, struct admit_cuckoo **out)
 	capacity = snap_get64(hdr + 24);
 	m = snap_get64(hdr + 32);
 	items = snap_get64(hdr + 48);
-	bb = bits / 2;
+	bb = cuckoo_bucket_bytes_of(bits);
 
 	st = cuckoo_create(capacity, (uint32_t)m, bits,
 	                   flags & SNAP_FLAG_COUNTING, stripes, snap_get64(hdr + 40),
-	                   snap_get32(hdr + 8), NULL, &f);
+	                   snap_hash_version(snap_get32(hdr + 8)), NULL, &f);
 	if (st != ADMIT_OK)
 		goto out;
 	st = ADMIT_ECORRUPT;
@@ -227,12 +276,9 @@ admit_cuckoo_load(const char *path, struct admit_cuckoo **out)
 			goto out;
 		XXH3_64bits_update(&xs, chunk, n * bb);
 		for (size_t j = 0; j < n; j++, i++) {
-			uint64_t b = bb == 4 ? snap_get32(chunk + j * 4) : snap_get64(chunk + j * 8);
-
-			if (!check_bucket(f, (uint32_t)i, b))
+			if (!check_bucket(f, (uint32_t)i,
+			                  snap_get_bucket(chunk + j * bb, bb)))
 				goto out;
-			/* Not yet shared: release is stronger than needed, and free. */
-			bucket_store(f, (uint32_t)i, b);
 		}
 	}
 	if (!read_all(fp, sum, 8) || snap_get64(sum) != XXH3_64bits_digest(&xs) ||
@@ -263,22 +309,19 @@ cuckoo_snapshot_decode(const unsigned char *buf, size_t len,
 	if (snap_get64(buf + len - 8) != XXH3_64bits(buf, len - 8))
 		return ADMIT_ECORRUPT;
 	m = snap_get64(buf + 32);
-	bb = snap_get32(buf + 16) / 2;
+	bb = cuckoo_bucket_bytes_of(snap_get32(buf + 16));
 	st = cuckoo_create(snap_get64(buf + 24), (uint32_t)m, snap_get32(buf + 16),
 	                   snap_get32(buf + 12) & SNAP_FLAG_COUNTING, snap_get32(buf + 20),
-	                   snap_get64(buf + 40), snap_get32(buf + 8), alloc, &f);
+	                   snap_get64(buf + 40), snap_hash_version(snap_get32(buf + 8)),
+	                   alloc, &f);
 	if (st != ADMIT_OK)
 		return st;
 	for (uint64_t i = 0; i < m; i++) {
-		const unsigned char *p = buf + SNAP_HEADER + i * bb;
-		uint64_t b = bb == 4 ? snap_get32(p) : snap_get64(p);
-
-		if (!check_bucket(f, (uint32_t)i, b)) {
+		if (!check_bucket(f, (uint32_t)i,
+		                  snap_get_bucket(buf + SNAP_HEADER + i * bb, bb))) {
 			admit_cuckoo_free(f);
 			return ADMIT_ECORRUPT;
 		}
-		/* Not yet shared: release is stronger than needed, and free. */
-		bucket_store(f, (uint32_t)i, b);
 	}
 	if (admit_cuckoo_size(f) != snap_get64(buf + 48)) {
 		admit_cuckoo_free(f);

@@ -29,16 +29,20 @@
  * without admission (segmented LRU), and W-TinyLFU's 1 % window with
  * steady frequencies (no aging, no chance admission: what a loop larger
  * than the cache needs, freqsketch.h), and LIRS (policy.h).
- * Protected is 80 % of main throughout (Caffeine's).  Of two that score
- * alike the earlier wins (decide()): plain LRU before the segmented LRU,
- * which ties with it where only recency pays (a zigzag) and then holds
- * the keys hit once more in its protected segment, not the most recent.
+ * Protected is 80 % of main throughout (Caffeine's).  The 1 % window and
+ * plain LRU are exact (every hit moves its entry: no quiet hits), as
+ * ADMIT_LRU_WTINYLFU and plain LRU are: they are the shadows the guard
+ * holds the real cache to, and the real cache runs them exactly as
+ * simulated.  Of two that score alike the earlier wins (decide()): plain
+ * LRU before the segmented LRU, which ties with it where only recency
+ * pays (a zigzag) and then holds the keys hit once more in its protected
+ * segment, not the most recent.
  */
 const struct admit_policy_config admit_minisim_configs[ADMIT_MINISIM_N] = {
-	{ 0, 80, true, false, 0, false }, { 1, 80, true, false, 0, false },
+	{ 0, 80, true, false, 0, false }, { 1, 80, true, false, 0, true },
 	{ 5, 80, true, false, 0, false }, { 20, 80, true, false, 0, false },
 	{ 50, 80, true, false, 0, false }, { 80, 80, true, false, 0, false },
-	{ 100, 0, false, false, 0, false }, { 20, 80, false, false, 0, false },
+	{ 100, 0, false, false, 0, true }, { 20, 80, false, false, 0, false },
 	{ 1, 80, true, true, 0, false },
 	{ 0, 0, false, false, ADMIT_POLICY_LIRS, false },
 };
@@ -96,6 +100,12 @@ struct admit_minisim {
 	uint64_t skip;
 	double d0, v0;                  /* had's mean difference, its variance */
 	struct paired after, after_cur; /* against prev's, current's mini */
+	/* The guard (guard()): every shadow's hits minus the real cache's,
+	 * and the gets where they differ, over every sampled get whose real
+	 * outcome is known, never decayed. */
+	struct { double diff, disc; } guard[2];
+	double guard_n;
+	uint64_t guarded;
 	admit_minisim_admit_fn admit;
 	void *admit_ctx;
 	size_t bytes;
@@ -377,6 +387,83 @@ end_check(struct admit_minisim *m)
 	}
 }
 
+/* Mini cache i's decayed hits, this period's included. */
+static double
+score_now(const struct admit_minisim *m, unsigned i)
+{
+	return m->mini[i].score + (double)m->mini[i].hits;
+}
+
+/* The configurations the guard holds the real cache to: the default
+ * fixed configuration (W-TinyLFU, 1 % window) and LRU. */
+static const unsigned shadows[2] = { ADMIT_MINISIM_WTINYLFU, ADMIT_MINISIM_LRU };
+
+/*
+ * The guard, at every sampled get whose real outcome is known, from the
+ * first quarter period on, where every key is sampled.  A shadow's lead
+ * over the real cache since the start, D = (its hits - the real cache's
+ * hits), with the gets where they differ V: when D >
+ * ADMIT_MINISIM_GUARD_MARGIN x n + ADMIT_MINISIM_Z x sqrt(V) for a shadow
+ * (n the gets so far; the one over its bound by most), the cache moves
+ * to that shadow's configuration at this get, unless the configuration
+ * it runs scores within the margin below (the configuration it leaves
+ * sits out ADMIT_MINISIM_BAN periods).  So D outgrows its bound only
+ * while the cache runs the shadow's configuration, or one whose mini
+ * cache scores within that margin of the shadow's or above, or the other
+ * shadow, over its bound by more: while the real cache trails the mini
+ * caches (a move's cost), or the shadow's lead is of a past stretch the
+ * configuration it runs now does as well on (doc/hit-ratio.md, "The
+ * guard").
+ */
+static void
+guard(struct admit_minisim *m, const bool *hit, bool real)
+{
+	double most = 0;
+	int to = -1;
+
+	m->guard_n += 1;
+	for (unsigned j = 0; j < 2; j++) {
+		m->guard[j].diff += (double)hit[shadows[j]] - (double)real;
+		m->guard[j].disc += hit[shadows[j]] != real;
+	}
+	/* Only where the shadows are the very caches of the promises: every
+	 * key sampled.  Above, a mini cache estimates its configuration's
+	 * hit ratio with a sampling error of its own, which the paired
+	 * difference does not see (doc/hit-ratio.md, "The guard"). */
+	if (m->guard_n < (double)(m->period / 4) || m->threshold != UINT64_MAX)
+		return;
+	for (unsigned j = 0; j < 2; j++) {
+		double over = m->guard[j].diff - ADMIT_MINISIM_GUARD_MARGIN * m->guard_n;
+
+		if (over <= 0)
+			continue;
+		over -= ADMIT_MINISIM_Z * sqrt(m->guard[j].disc);
+		if (over > most) {
+			most = over;
+			to = (int)j;
+		}
+	}
+	if (to < 0)
+		return;
+	/* A move does not pay the lead back unless the shadow's mini cache
+	 * scores above the current configuration's of late by decide()'s
+	 * margins (out of LIRS, whose state a move back costs a pass of the
+	 * workload, the wider): else the real cache trails its own mini
+	 * cache (a move's cost still being paid), or the lead is of a past
+	 * stretch, and a move would only add a cost. */
+	if (m->current == shadows[to] ||
+	    score_now(m, shadows[to]) <= score_now(m, m->current) +
+	    (admit_minisim_configs[m->current].family ==
+	     admit_minisim_configs[shadows[to]].family ?
+	     ADMIT_MINISIM_HYSTERESIS : ADMIT_MINISIM_FAMILY_HYSTERESIS) *
+	    (m->reqs + (double)m->gets))
+		return;
+	m->mini[m->current].banned_until = m->periods + ADMIT_MINISIM_BAN;
+	m->checking = false;
+	m->guarded++;
+	switch_to(m, shadows[to]);
+}
+
 /* Ends a period: decays the scores and the evidence. */
 static void
 end_period(struct admit_minisim *m)
@@ -445,6 +532,7 @@ get(struct admit_minisim *m, uint64_t h, int real)
 		m->mini[i].loss += cur && !hit[i];
 	}
 	if (real >= 0) {
+		guard(m, hit, real);
 		paired_add(&m->had, real, cur);
 		if (m->checking && m->skip) {
 			m->skip--;
@@ -511,6 +599,12 @@ uint64_t
 admit_minisim_undone(const struct admit_minisim *m)
 {
 	return m->undone;
+}
+
+uint64_t
+admit_minisim_guarded(const struct admit_minisim *m)
+{
+	return m->guarded;
 }
 
 uint64_t

@@ -79,13 +79,17 @@ else
 	     "(Debian: apt-get install clang libclang-rt-14-dev, then configure again)"
 fi
 
-for mode in 16 8 counting; do
+for mode in 16 8 13 counting; do
 	run "stress_cuckoo-$mode" '^  (ops|filter stats):' \
 		"$b/stress/stress_cuckoo" --mode "$mode" --threads "$threads" --keys "$keys" \
 		--seconds "$per" $seed
 done
 run stress_linear 'rounds in|filter stats' "$b/stress/stress_linear" --seconds "$per" $seed
 run stress_linear-8 'rounds in|filter stats' "$b/stress/stress_linear" --bits 8 --seconds "$per" $seed
+run stress_linear-13 'rounds in|filter stats' "$b/stress/stress_linear" --bits 13 --seconds "$per" $seed
+# 128 buckets, semi-sorted: its power-of-two lookups.
+run stress_linear-13-pow2 'rounds in|filter stats' "$b/stress/stress_linear" --bits 13 \
+	--capacity 486 --seconds "$per" $seed
 # 128 buckets: the power-of-two lookup path.
 run stress_linear-8-pow2 'rounds in|filter stats' "$b/stress/stress_linear" --bits 8 \
 	--capacity 486 --seconds "$per" $seed

@@ -56,7 +56,7 @@ struct opts {
 	uint64_t shared;
 	uint64_t capacity;     /* 0 = derived from the keys */
 	unsigned rounds;       /* insert_unique rounds */
-	unsigned bits;         /* 8 or 16 */
+	unsigned bits;         /* 8, 16, or 13 (semi-sorted buckets) */
 	bool counting;
 	unsigned mix[OP_N];
 };
@@ -618,7 +618,8 @@ usage(FILE *out)
 	"  -S, --shared N     keys all threads race on (default 64)\n"
 	"  -c, --capacity N   filter capacity (default: what keeps the table ~90%% full)\n"
 	"  -r, --rounds N     insert_unique rounds, all threads on one key (default 300)\n"
-	"  -m, --mode M       8, 16 or counting (default 16)\n"
+	"  -m, --mode M       8, 16, 13 (semi-sorted buckets) or counting\n"
+	"                     (default 16)\n"
 	"  -x, --mix SPEC     weights, default insert=25,unique=10,delete=25,contains=15,\n"
 	"                     other=10,many=5,shared=10; counting mode: increment=35,\n"
 	"                     delete=15,contains=10,count=20,other=10,shared=10\n"
@@ -703,7 +704,7 @@ main(int argc, char **argv)
 	}
 	for (int op = 0; op < OP_N; op++)
 		r.mix_total += o.mix[op];
-	if (o.threads < 1 || o.keys < 1 || (o.bits != 8 && o.bits != 16) ||
+	if (o.threads < 1 || o.keys < 1 || (o.bits != 8 && o.bits != 16 && o.bits != 13) ||
 	    r.mix_total == 0 || optind != argc) {
 		usage(stderr);
 		return 2;
@@ -719,13 +720,15 @@ main(int argc, char **argv)
 		o.capacity = owned * 5 / 4 + o.shared * SHARED_MAX + 64;
 	printf("stress_cuckoo: seed %" PRIu64 ", %u threads, mode %s, %" PRIu64
 	       " keys/thread, %" PRIu64 " shared, capacity %" PRIu64 ", %.1f s, %u unique rounds\n",
-	       o.seed, o.threads, o.counting ? "counting" : o.bits == 8 ? "8" : "16",
+	       o.seed, o.threads, o.counting ? "counting" : o.bits == 8 ? "8" :
+	       o.bits == 13 ? "13 (semi-sorted)" : "16",
 	       o.keys, o.shared, o.capacity, o.seconds, o.rounds);
 	fflush(stdout);
 
 	if (admit_cuckoo_new(&(struct admit_cuckoo_config){
 	        .capacity = o.capacity, .fingerprint_bits = o.bits,
-	        .counting = o.counting, .seed = o.seed }, &r.f) != ADMIT_OK) {
+	        .counting = o.counting, .seed = o.seed,
+	        .semi_sorted = o.bits == 13 }, &r.f) != ADMIT_OK) {
 		fprintf(stderr, "cannot create the filter\n");
 		return 2;
 	}

@@ -56,7 +56,7 @@ struct opts {
 	uint64_t ops;     /* per thread and round */
 	uint64_t seed;
 	uint64_t capacity;
-	unsigned bits;    /* fingerprint bits, 8 or 16 */
+	unsigned bits;    /* fingerprint bits, 8 or 16; 13: semi-sorted buckets */
 	bool until_fail;
 	unsigned mix[4];  /* weights of insert, insert_unique, delete, contains */
 };
@@ -365,8 +365,8 @@ usage(FILE *out)
 	"  -k, --keys N       tracked keys, at most 256 (default 64)\n"
 	"  -F, --fillers N    filler keys per thread (default 110: about 93 %% full)\n"
 	"  -c, --capacity N   filter capacity (default 512)\n"
-	"  -b, --bits 8|16    fingerprint bits (default 16; each width has its\n"
-	"                     own lookup code)\n"
+	"  -b, --bits 8|16|13 fingerprint bits (default 16; 13: semi-sorted\n"
+	"                     buckets; each layout has its own lookup code)\n"
 	"  -s, --seed S       seed (default: from the clock)\n"
 	"  -u, --until-fail   stop at the first non-linearizable history\n"
 	"  -x, --mix I,U,D,C  weights of insert, insert_unique, delete, contains\n"
@@ -422,7 +422,7 @@ main(int argc, char **argv)
 	}
 	if (o.threads < 1 || o.threads > MAX_THREADS || o.keys < 1 ||
 	    o.keys > MAX_KEYS || o.fillers < 1 || o.ops < 1 || !h || optind != argc ||
-	    (o.bits != 8 && o.bits != 16)) {
+	    (o.bits != 8 && o.bits != 16 && o.bits != 13)) {
 		usage(stderr);
 		return 2;
 	}
@@ -443,7 +443,8 @@ main(int argc, char **argv)
 	       o.seed, o.threads, o.keys, o.fillers, o.capacity, o.bits, o.ops, o.seconds);
 	fflush(stdout);
 	if (admit_cuckoo_new(&(struct admit_cuckoo_config){ .capacity = o.capacity,
-	        .fingerprint_bits = o.bits, .seed = o.seed }, &r.f) != ADMIT_OK)
+	        .fingerprint_bits = o.bits, .seed = o.seed,
+	        .semi_sorted = o.bits == 13 }, &r.f) != ADMIT_OK)
 		return 2;
 	r.keys = stress_distinct_keys(r.f, o.keys + (uint64_t)o.fillers * o.threads, o.seed);
 	pthread_barrier_init(&r.gate, NULL, o.threads + 1);

@@ -18,18 +18,19 @@
 
 #define SEED 0x5eed5eed1234ull
 
-/* Fingerprint widths swept by the loop tests: 8, 16, and counting mode. */
+/* Fingerprint widths swept by the loop tests: 8, 16, counting mode, and
+ * 13 bits in semi-sorted buckets (make() sets semi_sorted for 13). */
 static const struct {
 	unsigned bits;
 	bool counting;
-} modes[] = { { 8, false }, { 16, false }, { 16, true } };
+} modes[] = { { 8, false }, { 16, false }, { 16, true }, { 13, false } };
 
 static struct admit_cuckoo *
 make(uint64_t capacity, unsigned bits, bool counting)
 {
 	struct admit_cuckoo_config cfg = {
 		.capacity = capacity, .fingerprint_bits = bits,
-		.counting = counting, .seed = SEED,
+		.counting = counting, .seed = SEED, .semi_sorted = bits == 13,
 	};
 	struct admit_cuckoo *f = NULL;
 
@@ -94,6 +95,10 @@ START_TEST(test_bad_config)
 		{ .capacity = 100, .fingerprint_bits = 12 },
 		{ .capacity = 100, .fingerprint_bits = 32 },
 		{ .capacity = 100, .fingerprint_bits = 8, .counting = true },
+		{ .capacity = 100, .fingerprint_bits = 13 },
+		{ .capacity = 100, .fingerprint_bits = 8, .semi_sorted = true },
+		{ .capacity = 100, .fingerprint_bits = 16, .semi_sorted = true },
+		{ .capacity = 100, .counting = true, .semi_sorted = true },
 		{ .capacity = 100, .stripes = 3 },
 		{ .capacity = 100, .stripes = 4097 },
 		{ .capacity = 100, .stripes = ADMIT_CUCKOO_MAX_STRIPES * 2 },

@@ -9,6 +9,7 @@
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <admit/cuckoo.h>
@@ -171,7 +172,8 @@ START_TEST(test_pow2)
 }
 END_TEST
 
-/* A version other than 1 and 2 is refused. */
+/* A version other than 1 and 2 is refused for a 16-bit table (3 is the
+ * semi-sorted layout's: test_semisort_format). */
 START_TEST(test_unknown_version)
 {
 	struct admit_cuckoo *f = make(CUCKOO_HASH_MUL8, 16, false, 1000);
@@ -200,6 +202,86 @@ START_TEST(test_unknown_version)
 }
 END_TEST
 
+/* The occupied slots of a packed bucket. */
+static uint64_t
+lanes_used(uint64_t v, const uint16_t *dec)
+{
+	uint64_t lanes = ss_unpack(v, dec), n = 0;
+
+	for (int k = 0; k < 4; k++)
+		n += ((lanes >> (16 * k)) & 0xffff) != 0;
+	return n;
+}
+
+/* The semi-sorted layout saves as format 3 (13-bit fingerprints, 6 bytes
+ * a bucket, hashing as version 2) and loads back answering alike; a
+ * bucket whose rank is out of range, or whose fingerprints are out of
+ * their sorted order, is refused even under a checksum that holds. */
+START_TEST(test_semisort_format)
+{
+	const uint64_t n = 5000;
+	struct admit_cuckoo *f = make(CUCKOO_HASH_MUL8, SS_FP_BITS, false, n);
+	struct admit_cuckoo *g = NULL;
+	size_t len = cuckoo_snapshot_len(f), at = 56;
+	unsigned char *buf = malloc(len), *bad = malloc(len);
+	struct tally t = TALLY_INIT;
+	static uint16_t dec[SS_DECODE_ENTRIES];
+
+	ss_build_decode(dec);
+	ck_assert_ptr_nonnull(f->t16);
+	ck_assert_uint_eq(len, 56 + (size_t)f->m * 6 + 8);
+	for (uint64_t i = 0; i < n; i++)
+		tally(&t, admit_cuckoo_insert(f, KEY(i)) == ADMIT_OK, i);
+	ck_assert_tally(t, "insert");
+	cuckoo_snapshot_encode(f, buf);
+	ck_assert_uint_eq(snap_get32(buf + 8), 3);
+	ck_assert_uint_eq(snap_get32(buf + 16), SS_FP_BITS);
+	ck_assert_int_eq(cuckoo_snapshot_decode(buf, len, NULL, &g), ADMIT_OK);
+	ck_assert_uint_eq(g->hash_version, CUCKOO_HASH_MUL8);
+	for (uint64_t i = 0; i < 2 * n; i++)
+		tally(&t, admit_cuckoo_contains(g, KEY(i)) ==
+		          admit_cuckoo_contains(f, KEY(i)), i);
+	ck_assert_tally(t, "decoded filter answers differently");
+	admit_cuckoo_free(g);
+	g = NULL;
+	/* The first bucket, broken in three ways. */
+	for (int k = 0; k < 3; k++) {
+		uint64_t old = snap_get32(buf + at) | (uint64_t)buf[at + 4] << 32 |
+		               (uint64_t)buf[at + 5] << 40, v = old;
+
+		memcpy(bad, buf, len);
+		if (k == 0)
+			v = (v & ~0xfffull) | SS_CODES;      /* rank out of range */
+		else if (k == 1)
+			v = (v & ~0xfffull) | 0xfff;
+		else /* every nibble 0, low parts 0x1ff, 1, 0, 0: unsorted */
+			v = 0x1ffull << 12 | 1ull << 21;
+		snap_put32(bad + at, (uint32_t)v);
+		bad[at + 4] = (unsigned char)(v >> 32);
+		bad[at + 5] = (unsigned char)(v >> 40);
+		/* The item count made to agree: only the bucket is wrong. */
+		snap_put64(bad + 48, snap_get64(buf + 48) - lanes_used(old, dec) +
+		                     lanes_used(v, dec));
+		snap_put64(bad + len - 8, XXH3_64bits(bad, len - 8));
+		ck_assert_int_eq(cuckoo_snapshot_decode(bad, len, NULL, &g),
+		                 ADMIT_ECORRUPT);
+		ck_assert_ptr_null(g);
+	}
+	/* Format 2 with 13 bits, and format 3 with 16: refused. */
+	memcpy(bad, buf, len);
+	snap_put32(bad + 8, CUCKOO_HASH_MUL8);
+	snap_put64(bad + len - 8, XXH3_64bits(bad, len - 8));
+	ck_assert_int_eq(cuckoo_snapshot_decode(bad, len, NULL, &g), ADMIT_ECORRUPT);
+	memcpy(bad, buf, len);
+	snap_put32(bad + 16, 16);
+	snap_put64(bad + len - 8, XXH3_64bits(bad, len - 8));
+	ck_assert_int_eq(cuckoo_snapshot_decode(bad, len, NULL, &g), ADMIT_ECORRUPT);
+	free(bad);
+	free(buf);
+	admit_cuckoo_free(f);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -213,6 +295,7 @@ main(void)
 	tcase_add_loop_test(tc, test_versions, 0, 3);
 	tcase_add_loop_test(tc, test_pow2, 0, 4);
 	tcase_add_test(tc, test_unknown_version);
+	tcase_add_test(tc, test_semisort_format);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -66,6 +66,7 @@ make(uint64_t capacity, unsigned bits, bool counting, uint64_t seed)
 	struct admit_cuckoo_config cfg = {
 		.capacity = capacity, .fingerprint_bits = bits,
 		.counting = counting, .seed = seed, .stripes = 64,
+		.semi_sorted = bits == 13,
 	};
 	struct admit_cuckoo *f = NULL;
 
@@ -76,7 +77,7 @@ make(uint64_t capacity, unsigned bits, bool counting, uint64_t seed)
 START_TEST(test_save_load)
 {
 	static const struct { unsigned bits; bool counting; } m[] = {
-		{ 8, false }, { 16, false }, { 16, true }
+		{ 8, false }, { 16, false }, { 16, true }, { 13, false }
 	};
 	const uint64_t n = 100000;
 	struct admit_cuckoo *f = make(n, m[_i].bits, m[_i].counting, 0);
@@ -141,7 +142,7 @@ END_TEST
 START_TEST(test_damaged_files)
 {
 	static const struct { unsigned bits; bool counting; } m[] = {
-		{ 8, false }, { 16, false }, { 16, true }
+		{ 8, false }, { 16, false }, { 16, true }, { 13, false }
 	};
 	struct admit_cuckoo *f = make(20, m[_i].bits, m[_i].counting, 99);
 	struct admit_cuckoo *g = NULL;
@@ -283,9 +284,9 @@ snapshot_suite(void)
 	TCase *tc = tcase_create("files");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_loop_test(tc, test_save_load, 0, 3);
+	tcase_add_loop_test(tc, test_save_load, 0, 4);
 	tcase_add_test(tc, test_load_errors);
-	tcase_add_loop_test(tc, test_damaged_files, 0, 3);
+	tcase_add_loop_test(tc, test_damaged_files, 0, 4);
 	tcase_add_test(tc, test_load_fifo);
 	tcase_add_test(tc, test_save_targets);
 	tcase_add_test(tc, test_load_capacity_zero);

@@ -49,6 +49,9 @@ struct admit_cuckoo_config {
 	uint64_t seed;             /* hash seed; 0 = random (from getrandom) */
 	const struct admit_allocator *alloc; /* where its memory comes from;
 	                              NULL = the library's (admit/allocator.h) */
+	bool     semi_sorted;      /* semi-sorted buckets: 13-bit fingerprints
+	                              in 12 bits each (fingerprint_bits 0 or
+	                              13; not with counting) */
 };
 
 /* Largest stripe count accepted in admit_cuckoo_config.stripes. */
@@ -66,13 +69,21 @@ struct admit_cuckoo_config {
  * rate below 8 / 2^16 (0.012 %); 8-bit fingerprints give 8.4 bits per item and
  * at most 8 / 2^8 (3.1 %).  Counting mode keeps a 12-bit fingerprint and a
  * 4-bit saturating counter per slot (16.8 bits per item, at most 8 / 2^12).
+ * With semi_sorted, a bucket keeps its four 13-bit fingerprints sorted and
+ * encodes their four high nibbles together in 12 bits (the cuckoo filter
+ * paper's semi-sorting, section 5.2): 48 bits a bucket, 12.6 bits per item
+ * at 95 % load, a false-positive rate below 8 / 2^13 (0.098 %).  Every call
+ * works on it as on the other layouts, with the same guarantees; its
+ * lookups decode the buckets and validate both of the key's stripes, so
+ * they cost more than the 8- and 16-bit layouts' (doc/filter-benchmarks.md).
  * On x86-64 CPUs with BMI2 the filter runs lookups and inserts compiled for
  * BMI2, unless the environment variable ADMIT_NO_BMI2 is set (read here,
  * once per filter; the results are the same either way).
  *
  * Errors: ADMIT_EINVAL if cfg or out is NULL, the capacity is 0 or above
  * ADMIT_CUCKOO_MAX_CAPACITY, the fingerprint width is not 8 or 16 (16 only
- * in counting mode), or stripes is not a power of two up to
+ * in counting mode; 13 only, and only, with semi_sorted), semi_sorted is
+ * set with counting, or stripes is not a power of two up to
  * ADMIT_CUCKOO_MAX_STRIPES; ADMIT_NOMEM if the table cannot be allocated.
  * On error *out is left untouched.
  *
@@ -319,7 +330,9 @@ uint64_t admit_cuckoo_slots(const struct admit_cuckoo *f);
  * admit_cuckoo_memory - bytes of the bucket table (the stripes are extra,
  * 68 bytes each: 272 KiB with the default 4096; so is, for a 16-bit
  * membership filter of 4 MiB or more, a 256 KiB table of its alternate
- * buckets' offsets).  8 * memory / size is bits per item.
+ * buckets' offsets, 32 KiB for a semi-sorted one of 2^19 buckets or more,
+ * and a semi-sorted filter's 8 KiB decode table).  8 * memory / size is
+ * bits per item: 6 bytes a bucket in the semi-sorted layout.
  *
  * Thread-safety: safe.
  */
@@ -359,7 +372,9 @@ enum admit_status admit_cuckoo_stats(const struct admit_cuckoo *f,
  *
  * The file holds a magic, format version, all parameters including the seed,
  * the table in little-endian order (portable between machines) and an XXH3
- * checksum.  It is written to a temporary file (mode 0600) beside the file
+ * checksum.  A semi-sorted filter is saved as format version 3, which
+ * earlier versions of the library refuse to load; other filters keep the
+ * versions they had.  It is written to a temporary file (mode 0600) beside the file
  * path names and renamed into place, so a crash never leaves a half-written
  * snapshot under path.  Only a regular file is replaced: a symlink is
  * followed to the file it names, which is written (the link stays).

@@ -23,8 +23,15 @@
  *                       starts in LIRS and moves to the best when it beats
  *                       the current one by 0.5 point (2 across families)
  *                       and by twice its sampling error, and undoes a move
- *                       after which its own hits fell.  A move keeps every
- *                       entry.  Memory: about 8.1 bytes per entry at 131072
+ *                       after which its own hits fell.  Up to 2048
+ *                       entries a guard compares its own hits since the
+ *                       start with those of W-TinyLFU 1 % and LRU,
+ *                       simulated exactly, and moves it to the one it
+ *                       trails by over a tenth of a point beyond the sampling
+ *                       error, unless the simulation rates its current
+ *                       configuration as well (doc/hit-ratio.md, "The
+ *                       guard": what that bounds, and its limits).  A move
+ *                       keeps every entry.  Memory: about 8.1 bytes per entry at 131072
  *                       entries, a constant 1.06 MB above (stats:
  *                       sim_bytes), plus 8 to 16 bytes per entry of ghosts.
  *   ADMIT_LRU_WTINYLFU  the same with a fixed window (window_percent).
@@ -48,7 +55,8 @@
  * item at most once a minute and CacheLib once per lruRefreshTime; here the
  * interval is a position, not a time).  A miss is only counted too.
  * ADMIT_LRU_PLAIN and ADMIT_LRU_WTINYLFU have no quiet hits (they keep exact
- * order), nor has ADMIT_LRU_ADAPTIVE while it runs LIRS.  A get takes the
+ * order), nor has ADMIT_LRU_ADAPTIVE while it runs LIRS, plain LRU or
+ * W-TinyLFU's 1 % window (the configurations its promises name: below).  A get takes the
  * mutex only when that buffer is full (to empty it) or when it meets a grow
  * of the shard's index (caches bounded by bytes alone); otherwise it never
  * waits for a set of the same shard.  One thread alone sees the same results

@@ -190,11 +190,80 @@ START_TEST(test_workload_shapes)
 		ck_assert_uint_eq(keys[12500 + k], keys[12500] + k);
 	free(keys);
 	ck_assert_int_eq(workload_parse("zigzag"), WORKLOAD_ZIGZAG);
+	ck_assert_int_eq(workload_parse("web"), WORKLOAD_WEB);
 	ck_assert_int_eq(workload_parse("zipf-scans"), WORKLOAD_ZIPF_SCANS);
 	ck_assert_int_eq(workload_parse("zig"), WORKLOAD_UNKNOWN);
 	ck_assert_int_eq(workload_parse(NULL), WORKLOAD_UNKNOWN);
 	ck_assert_str_eq(workload_label(WORKLOAD_ZIPF_SCANS), "builtin-zipf0.9+scans");
 	ck_assert_ptr_null(workload_keys(WORKLOAD_UNKNOWN, 1, &n));
+}
+END_TEST
+
+/* The generated shapes: a function of the seed alone, another seed
+ * another sequence; zigzag-near's passes are each a permutation of the
+ * same 1,000 keys; recency's and web's sizes as said. */
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static uint64_t
+distinct(const uint64_t *keys, size_t n)
+{
+	uint64_t *c = malloc(n * sizeof(*c)), d = 0;
+
+	ck_assert_ptr_nonnull(c);
+	memcpy(c, keys, n * sizeof(*c));
+	qsort(c, n, sizeof(*c), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		d += i == 0 || c[i] != c[i - 1];
+	free(c);
+	return d;
+}
+
+START_TEST(test_generated_shapes)
+{
+	static const enum workload ws[] = { WORKLOAD_ZIGZAG_NEAR, WORKLOAD_RECENCY,
+	                                    WORKLOAD_WEB };
+	static const size_t len[] = { 30000, 200000, 1000000 };
+
+	for (size_t w = 0; w < 3; w++) {
+		size_t n1, n2, n3, same = 0;
+		uint64_t *a = workload_keys(ws[w], 1, &n1);
+		uint64_t *b = workload_keys(ws[w], 1, &n2);
+		uint64_t *c = workload_keys(ws[w], 2, &n3);
+
+		ck_assert(a && b && c);
+		ck_assert_uint_eq(n1, len[w]);
+		ck_assert_uint_eq(n2, n1);
+		ck_assert_uint_eq(n3, n1);
+		ck_assert_mem_eq(a, b, n1 * sizeof(*a));
+		for (size_t i = 0; i < n1; i++)
+			same += a[i] == c[i];
+		ck_assert_uint_lt(same, n1 / 100);
+		if (ws[w] == WORKLOAD_ZIGZAG_NEAR) {
+			ck_assert_uint_eq(distinct(a, n1), 1000);
+			ck_assert_uint_eq(distinct(a, 1000), 1000);
+			ck_assert_uint_eq(distinct(a + 1000, 1000), 1000);
+			/* Forwards, then backwards: pass 1 starts near pass
+			 * 0's end. */
+			ck_assert(a[1000] == a[999] || a[1000] == a[998] ||
+			          a[1001] == a[999]);
+		} else if (ws[w] == WORKLOAD_RECENCY) {
+			/* A new key about one request in five. */
+			ck_assert_uint_gt(distinct(a, n1), n1 / 6);
+			ck_assert_uint_lt(distinct(a, n1), n1 / 4);
+		} else {
+			/* 30 % one-off keys and a Zipf tail. */
+			ck_assert_uint_gt(distinct(a, n1), n1 * 3 / 10);
+		}
+		free(a);
+		free(b);
+		free(c);
+	}
 }
 END_TEST
 
@@ -211,6 +280,7 @@ main(void)
 	tcase_add_test(tc, test_loop);
 	tcase_add_test(tc, test_zigzag);
 	tcase_add_test(tc, test_workload_shapes);
+	tcase_add_test(tc, test_generated_shapes);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return test_run(srunner_create(s));

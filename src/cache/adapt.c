@@ -197,6 +197,9 @@ admit_adapt_minisim_new(const struct admit_adapt_params *p,
 	s->m = admit_minisim_new(p->max_weight, p->entries, sim_admit, s);
 	if (!s->m)
 		goto fail;
+	/* relaxed: not yet shared. */
+	atomic_store_explicit(&s->config, admit_minisim_current(s->m),
+	                      memory_order_relaxed);
 	s->a.watch = admit_minisim_threshold(s->m);
 	if (!sketches(s, p) || pthread_mutex_init(&s->mu, NULL) != 0)
 		goto fail;
