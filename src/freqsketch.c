@@ -22,6 +22,7 @@
 #include "debug.h"
 #include "freqsketch.h"
 #include "hash.h"
+#include "snapfile.h"
 
 #define WORDS_PER_BLOCK 8u
 #define DEFAULT_WARM 6u          /* as admit_tinylfu's (tinylfu.c) */
@@ -347,4 +348,95 @@ admit_freqsketch_stats(const struct admit_freqsketch *s, uint64_t *agings,
 	*agings = atomic_load_explicit(&s->agings, memory_order_relaxed);
 	*random_admits = atomic_load_explicit(&s->random_admits,
 	                                      memory_order_relaxed);
+}
+
+/* ---- the sketch as bytes (freqsketch.h gives the format) ----------------- */
+
+#define IO_MAGIC "ADMITFSK"
+#define IO_VERSION 1u
+#define IO_SUMMED 48u             /* the header's bytes before the checksum */
+#define IO_SEED_TAG 0x736b657463686670ull
+
+static uint64_t
+io_words(const struct admit_freqsketch *s)
+{
+	return (s->block_mask + 1) * WORDS_PER_BLOCK;
+}
+
+/* A fingerprint of the seed: equal seeds match, and the bytes need not
+ * carry the seed itself. */
+static uint64_t
+io_seed_print(const struct admit_freqsketch *s)
+{
+	unsigned char b[8];
+
+	snap_put64(b, s->seed);
+	return admit_hash(b, sizeof(b), IO_SEED_TAG);
+}
+
+static uint64_t
+io_sum(const unsigned char *buf, uint64_t words)
+{
+	return admit_hash(buf + ADMIT_FREQSKETCH_IO_HDR, words * 8,
+	                  admit_hash(buf, IO_SUMMED, 0));
+}
+
+size_t
+admit_freqsketch_export_size(const struct admit_freqsketch *s)
+{
+	return ADMIT_FREQSKETCH_IO_HDR + (size_t)io_words(s) * 8;
+}
+
+void
+admit_freqsketch_export(const struct admit_freqsketch *s, unsigned char *buf)
+{
+	uint64_t words = io_words(s);
+	unsigned char *t = buf + ADMIT_FREQSKETCH_IO_HDR;
+
+	memcpy(buf, IO_MAGIC, 8);
+	snap_put32(buf + 8, IO_VERSION);
+	snap_put32(buf + 12, 0);
+	snap_put64(buf + 16, words);
+	snap_put64(buf + 24, s->sample);
+	snap_put64(buf + 32, io_seed_print(s));
+	/* relaxed: a count, copied as a statistic. */
+	snap_put64(buf + 40, atomic_load_explicit(&s->total,
+	                                          memory_order_relaxed) %
+	                     s->sample);
+	for (uint64_t i = 0; i < words; i++)
+		/* relaxed: the table orders nothing (see the top). */
+		snap_put64(t + 8 * i, atomic_load_explicit(&s->table[i],
+		                                           memory_order_relaxed));
+	snap_put64(buf + IO_SUMMED, io_sum(buf, words));
+}
+
+enum admit_status
+admit_freqsketch_import(struct admit_freqsketch *s, const unsigned char *buf,
+                        size_t len)
+{
+	uint64_t words;
+	const unsigned char *t = buf + ADMIT_FREQSKETCH_IO_HDR;
+
+	if (len < ADMIT_FREQSKETCH_IO_HDR || memcmp(buf, IO_MAGIC, 8) != 0 ||
+	    snap_get32(buf + 8) != IO_VERSION || snap_get32(buf + 12) != 0)
+		return ADMIT_ECORRUPT;
+	words = snap_get64(buf + 16);
+	if (words > (len - ADMIT_FREQSKETCH_IO_HDR) / 8 ||
+	    len - ADMIT_FREQSKETCH_IO_HDR != words * 8 ||
+	    snap_get64(buf + IO_SUMMED) != io_sum(buf, words) ||
+	    snap_get64(buf + 24) == 0 ||
+	    snap_get64(buf + 40) >= snap_get64(buf + 24))
+		return ADMIT_ECORRUPT;
+	if (words != io_words(s) || snap_get64(buf + 24) != s->sample ||
+	    snap_get64(buf + 32) != io_seed_print(s))
+		return ADMIT_EINVAL;
+	for (uint64_t i = 0; i < words; i++)
+		/* relaxed: as in age(). */
+		atomic_store_explicit(&s->table[i], snap_get64(t + 8 * i),
+		                      memory_order_relaxed);
+	/* relaxed: a count; the next aging falls W records after the one the
+	 * export had seen. */
+	atomic_store_explicit(&s->total, snap_get64(buf + 40),
+	                      memory_order_relaxed);
+	return ADMIT_OK;
 }

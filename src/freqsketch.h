@@ -109,4 +109,41 @@ void admit_freqsketch_load(const struct admit_freqsketch *s, uint64_t *keys,
 void admit_freqsketch_stats(const struct admit_freqsketch *s, uint64_t *agings,
                             uint64_t *random_admits);
 
+/*
+ * The sketch as bytes, to be read back into a sketch of the same geometry
+ * (admit_lru_sketch_export and _import, include/admit/lru.h), all integers
+ * little-endian:
+ *   header, 56 bytes: magic "ADMITFSK", format version (u32, 1), 0 (u32),
+ *     the table's words (u64), the sample W (u64), a fingerprint of the
+ *     seed (u64), the records since the last aging, 0 .. W - 1 (u64), and
+ *     a checksum (u64): XXH3-64 of the table's bytes seeded with XXH3-64
+ *     (seed 0) of the header's first 48 bytes;
+ *   the table: each word (u64), 16 counters of 4 bits.
+ * The agings and random admissions counted and the steady mode are not
+ * part of it.
+ */
+#define ADMIT_FREQSKETCH_IO_HDR 56u
+
+/* The bytes admit_freqsketch_export writes. */
+size_t admit_freqsketch_export_size(const struct admit_freqsketch *s);
+
+/* Writes the sketch into buf (admit_freqsketch_export_size bytes): each
+ * word and the count read with relaxed loads while records may run, so a
+ * record landing during the copy is in it or not. */
+void admit_freqsketch_export(const struct admit_freqsketch *s,
+                             unsigned char *buf);
+
+/*
+ * Replaces s's counters and its records since the last aging with those of
+ * the len bytes at buf, after checking all of them: ADMIT_ECORRUPT for
+ * bytes that are not an export of this format (short, long, a wrong magic,
+ * version or checksum, a count not below W); ADMIT_EINVAL for an export of
+ * a sketch of another geometry (words, sample) or seed.  On an error s is
+ * unchanged.  May run while other threads record: each word is one
+ * relaxed store, so a concurrent record or aging may be overwritten.
+ */
+enum admit_status admit_freqsketch_import(struct admit_freqsketch *s,
+                                          const unsigned char *buf,
+                                          size_t len);
+
 #endif /* ADMIT_FREQSKETCH_H */

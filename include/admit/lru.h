@@ -777,6 +777,65 @@ enum admit_status admit_lru_stats_ex(struct admit_lru *c,
                                      struct admit_lru_stats_ex *out,
                                      size_t size);
 
+
+/* ---- the admission state as bytes ------------------------------------- */
+
+/*
+ * An embedder that keeps the entries across a restart (admit_lru_foreach,
+ * then sets at the next start) keeps what the admission knows about keys
+ * with these: the frequency sketch's counters and its place between two
+ * agings, as bytes that carry their own header (format version, the
+ * sketch's geometry, a fingerprint of the cache's seed, a checksum).  The
+ * bytes are of use only to a cache made with the same capacity (or byte
+ * capacity and entry estimate), tinylfu settings and seed: the keys' hashes
+ * and the sketch's size depend on them.  Policies other than
+ * ADMIT_LRU_PLAIN have a sketch; the adaptive policy's choice, the agings
+ * and random admissions counted are not part of the bytes.  The bytes say
+ * as much about the keys' hashes as the cache's memory does: keep them
+ * where the entries are kept.
+ */
+
+/*
+ * Sets *bytes to the size of the cache's admission state as
+ * admit_lru_sketch_export writes it; fixed for the life of the cache.
+ * Errors: ADMIT_EINVAL (c or bytes NULL), ADMIT_NOTFOUND (a cache without
+ * a sketch: ADMIT_LRU_PLAIN); *bytes is then 0.
+ * Thread-safety: any thread; takes no lock.
+ */
+enum admit_status admit_lru_sketch_size(const struct admit_lru *c,
+                                        size_t *bytes);
+
+/*
+ * Writes the cache's admission state into buf (cap bytes) and its size
+ * into *len.  Errors: ADMIT_EINVAL (c or len NULL), ADMIT_NOTFOUND (no
+ * sketch: ADMIT_LRU_PLAIN; *len = 0), ADMIT_EBUFFER (buf NULL or cap below
+ * the size, which *len then gives; nothing written).
+ * Thread-safety: any thread, while others use the cache; takes no lock.
+ * The counters are read one 64-bit word at a time with relaxed loads, so
+ * an access counted during the copy is in it or not and the copy is not
+ * one instant's: the counters are statistics, and a copy of them a few
+ * accesses apart admits as the cache would.
+ */
+enum admit_status admit_lru_sketch_export(const struct admit_lru *c,
+                                          void *buf, size_t cap, size_t *len);
+
+/*
+ * Replaces the cache's admission state with the len bytes at buf, an
+ * export of a cache of the same geometry and seed, after checking all of
+ * them; the entries are not touched.  Import after loading the entries:
+ * their sets are counted in the sketch, and the import then puts back the
+ * counts the export had.
+ * Errors, all leaving the cache unchanged: ADMIT_EINVAL (c or buf NULL,
+ * len 0, or an export of a cache of another geometry or seed),
+ * ADMIT_NOTFOUND (no sketch: ADMIT_LRU_PLAIN), ADMIT_ECORRUPT (bytes that
+ * are not such an export: truncated, altered, another format version).
+ * Thread-safety: meant for a cache no other thread uses yet.  If others
+ * do, nothing breaks (each word is one relaxed atomic store), but an
+ * access counted during the import may be lost in it.
+ */
+enum admit_status admit_lru_sketch_import(struct admit_lru *c,
+                                          const void *buf, size_t len);
+
 ADMIT_API_END
 
 #ifdef __cplusplus

@@ -367,8 +367,16 @@ store_start(struct server *srv)
 	fprintf(stderr, "admit-cached: loaded %" PRIu64 " of %" PRIu64
 	        " items from %s in %.3f s (%" PRIu64 " expired, %" PRIu64
 	        " larger than --max-item, %" PRIu64 " coldest beyond --memory, %"
-	        PRIu64 " not stored)\n", n.loaded, s.count, o->state_file,
-	        secs_since(&t0), n.expired, n.too_large, n.cold, n.failed);
+	        PRIu64 " not stored)%s\n", n.loaded, s.count, o->state_file,
+	        secs_since(&t0), n.expired, n.too_large, n.cold, n.failed,
+	        n.sketch == ADMIT_OK ? ", and the admission sketch" : "");
+	if (s.sketch_len && n.sketch != ADMIT_OK)
+		fprintf(stderr, "admit-cached: state file %s: admission sketch "
+		        "skipped (%s: %s); the items are loaded\n",
+		        o->state_file, admit_strerror(n.sketch),
+		        n.sketch == ADMIT_EINVAL ? "saved with another --memory"
+		        : n.sketch == ADMIT_NOTFOUND ? "--no-admission"
+		        : "damaged");
 	return true;
 }
 

@@ -5,8 +5,10 @@
  * workers have stopped (only the maintenance thread still runs: an item
  * expiring meanwhile is written or not, and dropped at load if its time
  * has come).  Records stream through a 1 MiB buffer into path.tmp and
- * through XXH3's streaming state; the header, known at the end, is
- * written last at offset 0 and hashed last.
+ * through XXH3's streaming state, the admission sketch after them; the
+ * header, known at the end, is written last at offset 0 and hashed last.
+ * The sketch is copied while the maintenance thread may run: it records
+ * nothing, so the copy is the sketch the workers left.
  *
  * Loading maps the file and checks all of it before storing anything, so
  * a refused file leaves the cache empty, never half loaded.  Bounds are
@@ -47,23 +49,52 @@ file_sum(const unsigned char *p, size_t n)
 	return XXH3_64bits_digest(&x);
 }
 
+/* Where the records end: before the sketch section in version 2.  NULL
+ * with *end and the sketch's place, or a reason. */
+static const char *
+records_end(const unsigned char *p, size_t n, uint32_t version, size_t *end,
+            struct cached_state *out)
+{
+	uint64_t len;
+
+	*end = n - STATE_TRAILER;
+	if (version == STATE_VERSION_ITEMS)
+		return NULL;
+	if (*end - STATE_HDR < 8)
+		return "truncated sketch section";
+	*end -= 8;
+	len = snap_get64(p + *end);
+	if (len > *end - STATE_HDR)
+		return "sketch section longer than the file";
+	*end -= (size_t)len;
+	out->sketch = len ? p + *end : NULL;
+	out->sketch_len = (size_t)len;
+	return NULL;
+}
+
 const char *
 cached_state_check(const unsigned char *p, size_t n, struct cached_state *out)
 {
+	struct cached_state got = { 0 };
 	size_t off = STATE_HDR, end;
 	uint64_t count, i;
+	uint32_t version;
+	const char *why;
 
 	if (n == 0)
 		return "empty file";
 	if (n < STATE_HDR + STATE_TRAILER || memcmp(p, STATE_MAGIC, 8) != 0)
 		return n >= 8 && memcmp(p, STATE_MAGIC, 8) == 0
 		       ? "truncated header" : "not an admit-cached state file";
-	if (snap_get32(p + 8) != STATE_VERSION || snap_get32(p + 12) != 0)
+	version = snap_get32(p + 8);
+	if ((version != STATE_VERSION && version != STATE_VERSION_ITEMS) ||
+	    snap_get32(p + 12) != 0)
 		return "unknown format version";
 	if (snap_get64(p + n - STATE_TRAILER) != file_sum(p, n))
 		return "checksum mismatch (truncated or damaged)";
+	if ((why = records_end(p, n, version, &end, &got)) != NULL)
+		return why;
 	count = snap_get64(p + 16);
-	end = n - STATE_TRAILER;
 	for (i = 0; i < count && off < end; i++) {
 		uint32_t klen, vlen;
 
@@ -82,9 +113,12 @@ cached_state_check(const unsigned char *p, size_t n, struct cached_state *out)
 	}
 	if (i != count || off != end)
 		return "item count does not match the records";
-	*out = (struct cached_state){ .p = p, .n = n, .count = count,
-	                              .seed = snap_get64(p + 24),
-	                              .saved_at = snap_get64(p + 32) };
+	got.p = p;
+	got.n = n;
+	got.count = count;
+	got.seed = snap_get64(p + 24);
+	got.saved_at = snap_get64(p + 32);
+	*out = got;
 	return NULL;
 }
 
@@ -369,6 +403,11 @@ cached_state_load(struct cached_store *st, const struct cached_state *s,
 		trim_to_fit(st, v, n, out);
 	load_parts(st, v, n, out);
 	free(v);
+	/* After the items, whose sets were recorded: the import puts back
+	 * the counts the save had. */
+	out->sketch = s->sketch_len
+	              ? admit_lru_sketch_import(st->lru, s->sketch, s->sketch_len)
+	              : ADMIT_NOTFOUND;
 	return 0;
 }
 
@@ -496,6 +535,29 @@ sync_dir(const char *path)
 	return err;
 }
 
+/* The admission sketch and its length (0 and no bytes without one). */
+static void
+write_sketch(struct writer *w, struct cached_store *st)
+{
+	unsigned char lenb[8];
+	void *buf = NULL;
+	size_t len = 0;
+
+	if (admit_lru_sketch_size(st->lru, &len) == ADMIT_OK) {
+		buf = malloc(len);
+		if (!buf || admit_lru_sketch_export(st->lru, buf, len, &len) !=
+		            ADMIT_OK) {
+			w->err = ENOMEM;
+			free(buf);
+			return;
+		}
+		w_put(w, buf, len);
+		free(buf);
+	}
+	snap_put64(lenb, len);
+	w_put(w, lenb, sizeof(lenb));
+}
+
 /* Streams every item into the open temporary file w->fd. */
 static void
 write_items(struct writer *w, struct cached_store *st)
@@ -507,6 +569,8 @@ write_items(struct writer *w, struct cached_store *st)
 	w->used = sizeof(zero);
 	if (admit_lru_foreach(st->lru, save_visitor, w) != ADMIT_OK && !w->err)
 		w->err = ENOMEM;
+	if (!w->err)
+		write_sketch(w, st);
 	if (!w->err)
 		write_header(w, st);
 	if (!w->err && fsync(w->fd) != 0)

@@ -4,17 +4,22 @@
  * listens.
  *
  * Format, all integers little-endian:
- *   header, 40 bytes: magic "ADMITCSF", format version (u32, 1), 0 (u32),
- *     item count (u64), the cache's hash seed (u64), wall-clock time of
- *     the save (u64, Unix seconds);
+ *   header, 40 bytes: magic "ADMITCSF", format version (u32, 1 or 2), 0
+ *     (u32), item count (u64), the cache's hash seed (u64), wall-clock time
+ *     of the save (u64, Unix seconds);
  *   count records, each 32 bytes then the key and the data: key length
  *     (u32, 1 .. CACHED_KEY_MAX), data length (u32), flags (u32), the
  *     shard that held it (u32, below ADMIT_LRU_MAX_SHARDS), CAS unique
  *     (u64, with the meta commands' stale and won bits), expiry (u64, Unix
  *     seconds; 0 = never);
- *   trailer, 8 bytes: XXH3-64 (seed 0) of the records followed by the
- *     header, i.e. of bytes [40, size - 8) then [0, 40) (the header is
- *     written last, when the count is known, so it is hashed last).
+ *   version 2 only: the admission sketch, L bytes as
+ *     admit_lru_sketch_export writes them (none for --no-admission), then
+ *     L (u64);
+ *   trailer, 8 bytes: XXH3-64 (seed 0) of the records (and the sketch)
+ *     followed by the header, i.e. of bytes [40, size - 8) then [0, 40)
+ *     (the header is written last, when the count is known, so it is
+ *     hashed last).
+ * Version 2 is written; version 1, the same without the sketch, is read.
  * Records come in admit_lru_foreach's order: shard by shard, each shard's
  * lists from their least to their most recently used entry.  They are
  * loaded coldest first across shards (a shard's k-th record of n at k/n),
@@ -31,7 +36,8 @@
 #include "store.h"
 
 #define STATE_MAGIC "ADMITCSF"
-#define STATE_VERSION 1u
+#define STATE_VERSION 2u            /* written */
+#define STATE_VERSION_ITEMS 1u      /* read too: no sketch */
 #define STATE_HDR 40u
 #define STATE_REC 32u
 #define STATE_MAX_SHARDS ADMIT_LRU_MAX_SHARDS
@@ -42,6 +48,8 @@ struct cached_state {
 	const unsigned char *p;   /* the whole file */
 	size_t n;
 	uint64_t count, seed, saved_at;
+	const unsigned char *sketch;  /* the admission sketch (version 2) */
+	size_t sketch_len;        /* 0: none */
 	void *map;                /* what to unmap (NULL: p is the caller's) */
 	size_t map_len;
 };
@@ -69,13 +77,19 @@ void cached_state_close(struct cached_state *s);
 struct cached_state_counts {
 	uint64_t loaded, expired, too_large, failed;
 	uint64_t cold;            /* the coldest, left out to fit --memory */
+	enum admit_status sketch; /* its import: ADMIT_OK, ADMIT_NOTFOUND (the
+	                           * file has none, or the cache no sketch),
+	                           * or why it was skipped (ADMIT_EINVAL:
+	                           * another --memory) */
 };
 
 /*
  * Stores every unexpired record of a checked file into st, coldest first,
  * past admission (ADMIT_LRU_STORE_FORCE), with its flags, CAS unique and
  * expiry; when they would not all fit in --memory, each of st's shards
- * gets the hottest of its records that fit in its share.  The store's
+ * gets the hottest of its records that fit in its share.  Then the
+ * admission sketch, if the file has one, replaces the store's, unless it
+ * is of another geometry (out->sketch says).  The store's
  * CAS counter then starts above the largest unique loaded.  Loads with a
  * thread per online CPU (up to 8), each over its own shards.  Call before
  * any other thread uses st.  Returns 0, or ENOMEM (nothing loaded).
@@ -84,7 +98,8 @@ int cached_state_load(struct cached_store *st, const struct cached_state *s,
                        struct cached_state_counts *out);
 
 /*
- * Writes every live item of st to path atomically: path.tmp is written,
+ * Writes every live item of st, then its admission sketch, to path
+ * atomically: path.tmp is written,
  * fsync'd and renamed over path, then path's directory is fsync'd.  On
  * any error the temporary file is removed and path left as it was.
  * Returns 0 with *count; an errno value otherwise.

@@ -6,7 +6,12 @@
 # foreign magic, another version, a count that lies, a huge length, a
 # directory) is refused with one line on stderr, left in place, and the
 # server starts empty; a smaller --memory keeps the hottest items; a full
-# disk (a 64 KiB tmpfs, as root) leaves the old file intact and exits 1.
+# disk (a tmpfs 64 KiB larger than the old file, as root) leaves the old
+# file intact and exits 1.
+# The admission sketch comes back with the items (stats'
+# admission_filter_load as it was, where the items alone give less), is
+# skipped with one line under another --memory, and a file of format
+# version 1 (items only) still loads.
 # Run by make check through test_state.sh.
 import ctypes
 import ctypes.util
@@ -202,7 +207,7 @@ def bad_files(good, h):
     n = len(good)
     out = [("empty", b"", "empty file"),
            ("foreign", b"GIF89a" + good[6:], "not an admit-cached state file"),
-           ("version", good[:8] + b"\x02" + good[9:], "unknown format version"),
+           ("version", good[:8] + b"\x03" + good[9:], "unknown format version"),
            ("flipped", good[:n // 2] + bytes([good[n // 2] ^ 1]) +
             good[n // 2 + 1:], "checksum mismatch")]
     for cut in (4, 39, 40, 47, 48, 100, n // 2, n - 9, n - 1):
@@ -223,7 +228,11 @@ def bad_files(good, h):
                 ("zero key length", good[:40] + b"\0\0\0\0" + good[44:],
                  "bad key length"),
                 ("bad shard", good[:52] + b"\xff\xff\xff\xff" + good[56:],
-                 "bad shard index")]:
+                 "bad shard index"),
+                ("huge sketch length", good[:-16] + b"\xff" * 8 + good[-8:],
+                 "sketch section longer"),
+                ("no sketch length", good[:40] + good[-8:],
+                 "truncated sketch section")]:
             out.append((name, fix_sum(data, h), why))
     else:
         print("SKIP the cases with a valid checksum: no libxxhash")
@@ -284,11 +293,70 @@ def smaller(d):
           (hot, cold))
 
 
+def filter_load(srv):
+    m = re.search(rb"STAT admission_filter_load (\S+)", srv.send(b"stats\r\n"))
+    return m.group(1).decode() if m else None
+
+
+def items_only(data, h):
+    """A version 2 file made a version 1 file: the sketch section cut."""
+    slen = struct.unpack("<Q", data[-16:-8])[0]
+    v1 = data[:8] + struct.pack("<I", 1) + data[12:-16 - slen] + data[-8:]
+    return fix_sum(v1, h)
+
+
+def sketch(d):
+    path = os.path.join(d, "sketch.state")
+    small = ("--memory", "1", "--max-item", "1024")
+    srv = Server(path, *small)
+    val = b"v" * 100
+    for r in range(3):
+        for i in range(0, 30000, 1000):
+            srv.send(b"".join(b"set s%d 0 0 100 noreply\r\n%s\r\n" % (j, val)
+                              for j in range(i, i + 1000 if r == 0 else
+                                             i + 100)))
+    before = filter_load(srv)
+    srv.stop()
+    saved = open(path, "rb").read()
+    srv = Server(path, *small)
+    back = filter_load(srv)
+    rc, err = srv.stop()
+    check(rc == 0 and "and the admission sketch" in err,
+          "sketch loaded: rc %d %r" % (rc, err))
+    check(back == before and float(before) > 0,
+          "admission_filter_load back: %s, was %s" % (back, before))
+    h = xxh3()
+    if h:
+        with open(path, "wb") as f:
+            f.write(items_only(saved, h))
+        srv = Server(path, *small)
+        alone = filter_load(srv)
+        rc, err = srv.stop()
+        check(rc == 0 and re.search(r"loaded [1-9]\d* of", err) and
+              "admission sketch" not in err, "version 1: rc %d %r" % (rc, err))
+        check(float(alone) < float(before), "items alone: %s, the sketch "
+              "had %s" % (alone, before))
+        print("admission_filter_load: %s before, %s with the sketch, %s "
+              "with the items alone" % (before, back, alone))
+    else:
+        print("SKIP the version 1 file: no libxxhash")
+    with open(path, "wb") as f:
+        f.write(saved)
+    srv = Server(path, "--memory", "3", "--max-item", "1024")
+    rc, err = srv.stop()
+    lines = [l for l in err.splitlines() if "admission sketch" in l]
+    check(rc == 0 and re.search(r"loaded [1-9]\d* of", err) and
+          len(lines) == 1 and "skipped" in lines[0] and
+          "another --memory" in lines[0], "another --memory: %r" % err)
+
+
 def full_disk(d, good_path):
     mnt = os.path.join(d, "tiny")
     os.mkdir(mnt)
+    # Room for the old file (its sketch included) and 64 KiB more.
+    size = (os.path.getsize(good_path) + 4095) // 4096 * 4 + 64
     if os.geteuid() != 0 or subprocess.call(
-            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt],
+            ["mount", "-t", "tmpfs", "-o", "size=%dk" % size, "tmpfs", mnt],
             stderr=subprocess.DEVNULL) != 0:
         print("SKIP full disk: cannot mount a small tmpfs")
         return
@@ -317,6 +385,7 @@ def main():
         small = expired(d)
         corrupt(d, good)
         smaller(d)
+        sketch(d)
         full_disk(d, small)
     if FAILS:
         sys.exit("FAIL %d checks" % len(FAILS))
