@@ -4,13 +4,12 @@
  * is odd its checksum is recomputed first, so the checks past the checksum
  * (record bounds, the count) and the loading itself are reached; when
  * its second bit is set the admission sketch's own checksum is recomputed
- * too (before the file's), so its import's geometry checks are reached.  A
- * file
- * the checks accept is loaded into a small store (8 KiB, items up to
- * 4 KiB, so that a few records overflow it and the trimming to fit is
- * reached too); every record must be accounted for once, and the store saved again must give a file the
- * checks accept with no more items than were loaded, whose sketch the
- * store imports back.  The store is made
+ * too (before the file's), so its import's geometry checks are reached.
+ * A file the checks accept is loaded into a small store (8 KiB, items up
+ * to 4 KiB, so that a few records overflow it and the trimming to fit is
+ * reached too); every record must be accounted for once, and the store
+ * saved again must give a file the checks accept with no more items than
+ * were loaded, whose sketch the store imports back.  The store is made
  * once and emptied (flush_all) after each input.
  * Build: make fuzz (needs clang); run: programs/cached/fuzz_state
  * [corpus] (a file saved by admit-cached --state-file, with a byte 0x01
