@@ -10,7 +10,9 @@
  *   count   a filter counts one copy fewer than it holds;
  *   size    a filter reports one item fewer than it holds, so
  *           admit_chain_info() undercounts (and a filter holding one
- *           item looks empty to admit_chain_trim()).
+ *           item looks empty to admit_chain_trim());
+ *   unique  add_unique adds without asking the newest filter first, so
+ *           threads racing on one key each add a copy.
  *
  * Only the build of stress_chain_broken compiles this file; it defines
  * every admit_chain_* function, so that build never takes src/chain.c's
@@ -31,7 +33,7 @@
 #include "hash.h"
 #include "snapfile.h"
 
-/* 0: none; 1 lookup, 2 count, 3 size.  Set by the harness before it
+/* 0: none; 1 lookup, 2 count, 3 size, 4 unique.  Set by the harness before it
  * starts its threads (seq_cst: a test switch, read once a call). */
 _Atomic int chain_broken_defect;
 
@@ -60,7 +62,16 @@ broken_size(const struct admit_cuckoo *f)
 	return atomic_load(&chain_broken_defect) == 3 && n > 0 ? n - 1 : n;
 }
 
+static enum admit_status
+broken_insert_unique(struct admit_cuckoo *f, const void *key, size_t len)
+{
+	if (atomic_load(&chain_broken_defect) == 4)
+		return admit_cuckoo_insert(f, key, len);
+	return admit_cuckoo_insert_unique(f, key, len);
+}
+
 #define admit_cuckoo_contains broken_contains
+#define admit_cuckoo_insert_unique broken_insert_unique
 #define admit_cuckoo_count broken_count
 #define admit_cuckoo_size broken_size
 #include "chain.c"

@@ -5,14 +5,15 @@
 # first epoch, well under a second).
 bin=${top_builddir:-.}/stress/stress_chain_broken
 secs=${1:-20}
-for case in "lookup:contains(own key" "count:count(own key" \
-            "size:info: .* items but adds - deletes"; do
+for case in "lookup:contains\(own key" "count:count\(own key" \
+            "size:info: .* items but adds - deletes" \
+            "unique:(add_unique\(own key|unique round .* succeeded)"; do
 	defect=${case%%:*}
 	want=${case#*:}
 	out=$("$bin" --defect "$defect" --threads 4 --keys 512 --seconds "$secs" 2>&1)
 	rc=$?
-	if [ "$rc" -eq 1 ] && printf '%s\n' "$out" | grep -q "^FAIL: .*$want"; then
-		printf '%s\n' "$out" | grep -m 1 "^FAIL: .*$want"
+	if [ "$rc" -eq 1 ] && printf '%s\n' "$out" | grep -Eq "^FAIL: .*$want"; then
+		printf '%s\n' "$out" | grep -E -m 1 "^FAIL: .*$want"
 		echo "defect $defect caught"
 		continue
 	fi

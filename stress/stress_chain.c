@@ -709,7 +709,7 @@ usage(FILE *out)
 	"  -x, --mix SPEC       weights, default add=20,unique=10,delete=28,\n"
 	"                       contains=15,count=7,other=20\n"
 #ifdef STRESS_CHAIN_BROKEN
-	"  -D, --defect NAME    the planted defect: lookup, count or size\n"
+	"  -D, --defect NAME    the planted defect: lookup, count, size or unique\n"
 #endif
 	"  -h, --help\n");
 }
@@ -773,7 +773,8 @@ parse(int argc, char **argv, struct opts *o)
 			atomic_store(&chain_broken_defect,
 			             !strcmp(optarg, "lookup") ? 1 :
 			             !strcmp(optarg, "count") ? 2 :
-			             !strcmp(optarg, "size") ? 3 : -1);
+			             !strcmp(optarg, "size") ? 3 :
+			             !strcmp(optarg, "unique") ? 4 : -1);
 			if (atomic_load(&chain_broken_defect) < 0)
 				return 2;
 			break;
