@@ -26,7 +26,8 @@
  * one fresh key at a time (exactly one may succeed, or none if every thread
  * saw a false positive), while the main thread dumps the chain and restores
  * the dump, over and over: a key whose word held still across a dump must
- * be in the restored chain.  After the join the main thread, alone, checks
+ * be in the restored chain; now and then it caps the chain at the filters it
+ * has, and the chain must not grow past the cap.  After the join the main thread, alone, checks
  * admit_chain_info() against the threads' counts (items = adds - deletes)
  * and every filter's info against the copies known to live in it, the
  * reported bound against the sum of the filters' bounds and against the
@@ -393,10 +394,41 @@ dump_check(struct run *r, struct prng *rng, uint64_t *dumps)
 	(*dumps)++;
 }
 
+/* Cap the chain at the filters it has, for a moment, while the threads add:
+ * it must not grow past the cap, and a cap below its filters is refused.
+ * (Not with --single-writer: set_max_filters is then the writer's.) */
+static void
+cap_check(struct run *r, uint64_t *caps)
+{
+	struct admit_chain_info a, b;
+	enum admit_status st;
+
+	admit_chain_info(r->c, &a);
+	/* The chain only grows while the threads run. */
+	if (a.filters > 1 && admit_chain_set_max_filters(r->c, a.filters - 1) != ADMIT_EINVAL)
+		stress_fail("set_max_filters(%u) accepted on a chain of %u filters",
+		            a.filters - 1, a.filters);
+	st = admit_chain_set_max_filters(r->c, a.filters);
+	if (st == ADMIT_EINVAL)
+		return; /* it grew meanwhile */
+	if (st != ADMIT_OK) {
+		stress_fail("set_max_filters(%u): %s", a.filters, admit_strerror(st));
+		return;
+	}
+	usleep(1000);
+	admit_chain_info(r->c, &b);
+	if (b.filters > a.filters || b.max_filters != a.filters)
+		stress_fail("capped at %u filters, the chain has %u (max_filters %u)",
+		            a.filters, b.filters, b.max_filters);
+	if (admit_chain_set_max_filters(r->c, 0) != ADMIT_OK)
+		stress_fail("set_max_filters(0) refused");
+	(*caps)++;
+}
+
 /* ---- after the join: the main thread alone ------------------------------- */
 
 struct totals {
-	uint64_t epochs, chains, grown, trimmed, dumps, saves, probes, probe_fp;
+	uint64_t epochs, chains, grown, trimmed, dumps, caps, saves, probes, probe_fp;
 	uint64_t main_deleted;       /* copies the main thread deleted (trims) */
 	uint64_t start_filters;      /* trimmed + filters when the epoch began */
 	double max_bound;
@@ -486,6 +518,9 @@ info_checks(struct run *r, uint64_t expect_items, struct admit_chain_info *ci)
 		stress_fail("info: items %" PRIu64 ", buckets %" PRIu64 ", memory %zu; the "
 		            "filters: %" PRIu64 ", %" PRIu64 " slots, %zu", ci->items,
 		            ci->buckets, ci->memory, items, slots, memory);
+	if (admit_chain_footprint(r->c) < ci->memory)
+		stress_fail("footprint %zu below the tables' %zu bytes",
+		            admit_chain_footprint(r->c), ci->memory);
 	if (!near(ci->fpr_bound, bound))
 		stress_fail("info: bound %g, the filters' bounds sum to %g", ci->fpr_bound, bound);
 	if (ci->fingerprint_bits != o->bits || ci->expansion != o->expansion)
@@ -885,6 +920,8 @@ main(int argc, char **argv)
 				atomic_store(&r.stop, true);
 			if (now - last >= 0.01) {
 				dump_check(&r, &rng, &tot.dumps);
+				if (!o.single_writer && tot.dumps % 4 == 1)
+					cap_check(&r, &tot.caps);
 				last = now;
 			} else {
 				usleep(500);
@@ -925,8 +962,9 @@ main(int argc, char **argv)
 			printf(" %s %" PRIu64, op_names[op], ops[op]);
 	printf("\n  chain: filters grown %" PRIu64 " over %" PRIu64 " epochs (%" PRIu64
 	       " chains), trims removed %" PRIu64 ", concurrent dumps %" PRIu64
-	       ", saves %" PRIu64 ", adds refused full %" PRIu64 "\n", tot.grown,
-	       tot.epochs, tot.chains, tot.trimmed, tot.dumps, tot.saves, full);
+	       ", caps %" PRIu64 ", saves %" PRIu64 ", adds refused full %" PRIu64 "\n",
+	       tot.grown, tot.epochs, tot.chains, tot.trimmed, tot.dumps, tot.caps,
+	       tot.saves, full);
 	printf("  false positives: %" PRIu64 " of %" PRIu64 " absent probes (largest bound %g);"
 	       " add_unique %" PRIu64 ", contains %" PRIu64 "; unique rounds %" PRIu64
 	       " (%" PRIu64 " none added); checks skipped (key in flux) %" PRIu64 "\n",
