@@ -445,8 +445,14 @@ add_limited(struct admit_chain *c, const void *key, size_t len, bool unique,
 		pthread_mutex_lock(&c->add_lock);
 	for (;;) {
 		st = room(c, &n);
-		if (st != ADMIT_OK)
+		if (st != ADMIT_OK) {
+			/* No room, but a key already held is still answered
+			 * present: add_unique's ADMIT_EXISTS comes before any
+			 * ADMIT_FULL or ADMIT_NOMEM, as in the other modes. */
+			if (unique && admit_chain_contains(c, key, len))
+				st = ADMIT_EXISTS;
 			break;
+		}
 		if (unique) {
 			for (unsigned i = 0; i + 1 < n; i++)
 				if (admit_cuckoo_contains(chain_at(c, i), key,
