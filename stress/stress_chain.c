@@ -133,7 +133,7 @@ own_end(struct run *r, uint64_t k, uint32_t s, unsigned copies)
 	atomic_store(&r->state[k], ((s >> 5) + 1) << 5 | copies);
 }
 
-/* Adds a copy of key k through add_at or add_unique_at; true if one went in. */
+/* Add a copy of key k through add_at or add_unique_at (k has *c copies). */
 static void
 own_add(struct thr *t, uint64_t k, unsigned *c, bool unique)
 {
