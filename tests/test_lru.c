@@ -22,6 +22,8 @@
 #include "hash.h"
 #include "cache/cache.h"
 #include "cache/entry.h"
+#include "cache/shard.h"
+#include "freqsketch.h"
 #include "testutil.h"
 
 #define SEED 0x1badcafeull
@@ -242,6 +244,26 @@ START_TEST(test_alloc_footprint)
 		admit_free(p);
 	}
 	ck_assert_uint_eq(admit_alloc_footprint(SIZE_MAX / 2 + 1), SIZE_MAX / 2 + 1);
+}
+END_TEST
+
+/* A byte capacity's tables (the frequency sketch, the ghosts) are sized
+ * for its guessed entries, each a power of two: at a power-of-two capacity
+ * a word an entry apiece, a sixteenth of the capacity in all, not twice
+ * that for one entry past the guess. */
+START_TEST(test_tables_of_bytes)
+{
+	const uint64_t cap = UINT64_C(1) << 24;
+	struct admit_lru *c;
+	uint64_t sketch, ghosts = 0;
+
+	c = make(0, cap, ADMIT_LRU_ADAPTIVE, 16);
+	sketch = admit_freqsketch_memory(c->sketch);
+	for (unsigned i = 0; i < 16; i++)
+		ghosts += admit_policy_ghost_bytes(&c->shards[i].pol);
+	ck_assert_uint_eq(sketch, cap / 32);
+	ck_assert_uint_eq(ghosts, cap / 32);
+	admit_lru_free(c);
 }
 END_TEST
 
@@ -805,6 +827,7 @@ main(void)
 	tcase_add_loop_test(tc, test_entry_capacity, 0, np);
 	tcase_add_test(tc, test_alloc_footprint);
 	tcase_add_test(tc, test_entry_charge);
+	tcase_add_test(tc, test_tables_of_bytes);
 	tcase_add_test(tc, test_admission_rejects_cold);
 	tcase_add_test(tc, test_tinylfu_config);
 	tcase_add_loop_test(tc, test_scan_resistance, 0, np);

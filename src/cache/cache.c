@@ -27,15 +27,20 @@
 #include "freqsketch.h"
 
 /* The entries the cache will hold: its entry capacity, or for a byte
- * capacity alone a guess of entries of 4 x the per-entry overhead.  Sizes
- * the TinyLFU sketch, the default shard count and the shards' ghosts. */
+ * capacity alone a guess of entries of 4 x the per-entry overhead (at
+ * least one).  Sizes the TinyLFU sketch, the default shard count and the
+ * shards' ghosts, each rounded up to a power of two: a power-of-two
+ * capacity guesses a power of two, so that neither table doubles for one
+ * entry more. */
 uint64_t
 admit_cache_entries(const struct admit_lru_config *cfg)
 {
-	uint64_t guess = cfg->capacity_bytes / (4 * ADMIT_LRU_ENTRY_OVERHEAD) + 1;
+	uint64_t guess = cfg->capacity_bytes / (4 * ADMIT_LRU_ENTRY_OVERHEAD);
 
 	if (cfg->capacity)
 		return cfg->capacity;
+	if (guess == 0)
+		return 1;
 	return guess < ADMIT_LRU_MAX_CAPACITY ? guess : ADMIT_LRU_MAX_CAPACITY;
 }
 
