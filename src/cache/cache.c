@@ -342,7 +342,7 @@ set_entry(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	size_t charge;
 	bool kept;
 
-	if (klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4)
+	if (!admit_entry_lengths_ok(klen, vlen))
 		return ADMIT_ETOOBIG;
 	s = shard_of(c, h);
 	charge = admit_entry_charge(klen, vlen);
@@ -484,7 +484,7 @@ admit_lru_now(const struct admit_lru *c)
 size_t
 admit_lru_entry_charge(size_t klen, size_t vlen)
 {
-	if (klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4)
+	if (!admit_entry_lengths_ok(klen, vlen))
 		return SIZE_MAX;
 	return admit_entry_charge(klen, vlen);
 }
@@ -528,7 +528,7 @@ admit_lru_update_alloc(struct admit_lru_update *up, size_t vlen)
 	admit_free(u->e);
 	u->e = NULL;
 	u->st = ADMIT_ETOOBIG;
-	if (u->klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4 ||
+	if (!admit_entry_lengths_ok(u->klen, vlen) ||
 	    (shard_max_charge(u->s) &&
 	     admit_entry_charge(u->klen, vlen) > shard_max_charge(u->s)))
 		return NULL;
