@@ -114,11 +114,11 @@ for b in $big_bits; do
 	END {
 		for (r = 0; r < rounds; r++) {
 			C[r + 1] = v["contains_u64", r]; L[r + 1] = v["limit", r]
-			I[r + 1] = v["insert_u64", r]
+			I[r + 1] = v["insert_u64", r]; L1[r + 1] = v["limit1", r]
 			Q[r + 1] = v["contains_u64", r] / v["limit", r]
 		}
-		printf "insert_u64 %.2f  contains_u64 %.2f  limit %.2f Mops/s  contains_u64 / limit %.3f (median of rounds)\n",
-		       median(I, rounds), median(C, rounds), median(L, rounds), median(Q, rounds)
+		printf "insert_u64 %.2f  contains_u64 %.2f  limit %.2f  limit1 %.2f Mops/s  contains_u64 / limit %.3f (median of rounds)\n",
+		       median(I, rounds), median(C, rounds), median(L, rounds), median(L1, rounds), median(Q, rounds)
 	}' "$out"
 	cat "$out" | sed 's/^/  run: /'
 done

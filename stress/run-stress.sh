@@ -119,6 +119,9 @@ run stress_chain_broken-caught '^(broken chain caught|defect)' \
 run stress_snapshot 'saves' \
 	"$b/stress/stress_snapshot" --threads "$threads" --keys "$keys" \
 	--seconds "$per" $seed
+run stress_snapshot-13 'saves' \
+	"$b/stress/stress_snapshot" --mode 13 --threads "$threads" --keys "$keys" \
+	--seconds "$per" $seed
 # Three policies share one slot of the time budget.
 run stress_cache '^stress_cache:' sh "$(dirname "$0")/run_stress_cache.sh" \
 	"$b/stress/stress_cache" "$(awk -v p="$per" 'BEGIN { s = p / 3; printf "%.0f", s < 1 ? 1 : s }')"

@@ -110,7 +110,8 @@ usage(FILE *out)
 	"  -t, --threads N    writer threads (default 2 x cores)\n"
 	"  -d, --seconds S    duration (default 10)\n"
 	"  -k, --keys N       keys per writer (default 4096)\n"
-	"  -m, --mode M       8, 16 or counting (default 16)\n"
+	"  -m, --mode M       8, 16, 13 (semi-sorted buckets) or counting\n"
+	"                     (default 16)\n"
 	"  -s, --seed S       seed (default: from the clock)\n"
 	"  -D, --dir DIR      where to write snapshots (default /tmp)\n"
 	"  -h, --help\n");
@@ -151,7 +152,7 @@ main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (threads < 1 || r.keys_per_thread < 1 || (bits != 8 && bits != 16) ||
+	if (threads < 1 || r.keys_per_thread < 1 || (bits != 8 && bits != 16 && bits != 13) ||
 	    optind != argc) {
 		usage(stderr);
 		return 2;
@@ -168,12 +169,14 @@ main(int argc, char **argv)
 	r.path = path;
 	printf("stress_snapshot: seed %" PRIu64 ", %u writers, mode %s, %" PRIu64
 	       " keys/writer, %.1f s, %s\n", seed, threads,
-	       r.counting ? "counting" : bits == 8 ? "8" : "16", r.keys_per_thread,
+	       r.counting ? "counting" : bits == 8 ? "8" :
+	       bits == 13 ? "13 (semi-sorted)" : "16", r.keys_per_thread,
 	       seconds, path);
 	fflush(stdout);
 	if (admit_cuckoo_new(&(struct admit_cuckoo_config){
 	        .capacity = nkeys * 5 / 4 + 64, .fingerprint_bits = bits,
-	        .counting = r.counting, .seed = seed }, &r.f) != ADMIT_OK)
+	        .counting = r.counting, .seed = seed,
+	        .semi_sorted = bits == 13 }, &r.f) != ADMIT_OK)
 		return 2;
 	r.keys = stress_distinct_keys(r.f, nkeys, seed);
 	r.state = calloc(nkeys, sizeof(*r.state));

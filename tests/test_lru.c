@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <admit/admit.h>
@@ -22,6 +23,8 @@
 #include "hash.h"
 #include "cache/cache.h"
 #include "cache/entry.h"
+#include "cache/shard.h"
+#include "freqsketch.h"
 #include "testutil.h"
 
 #define SEED 0x1badcafeull
@@ -242,6 +245,76 @@ START_TEST(test_alloc_footprint)
 		admit_free(p);
 	}
 	ck_assert_uint_eq(admit_alloc_footprint(SIZE_MAX / 2 + 1), SIZE_MAX / 2 + 1);
+}
+END_TEST
+
+/* A byte capacity's tables (the frequency sketch, the ghosts) are sized
+ * for its guessed entries, each a power of two: at a power-of-two capacity
+ * a word an entry apiece, a sixteenth of the capacity in all, not twice
+ * that for one entry past the guess. */
+START_TEST(test_tables_of_bytes)
+{
+	const uint64_t cap = UINT64_C(1) << 24;
+	struct admit_lru *c;
+	uint64_t sketch, ghosts = 0;
+
+	c = make(0, cap, ADMIT_LRU_ADAPTIVE, 16);
+	sketch = admit_freqsketch_memory(c->sketch);
+	for (unsigned i = 0; i < 16; i++)
+		ghosts += admit_policy_ghost_bytes(&c->shards[i].pol);
+	ck_assert_uint_eq(sketch, cap / 32);
+	ck_assert_uint_eq(ghosts, cap / 32);
+	admit_lru_free(c);
+}
+END_TEST
+
+static enum admit_lru_verdict
+store_huge(struct admit_lru_update *up, void *arg)
+{
+	*(void **)arg = admit_lru_update_alloc(up, (size_t)UINT32_MAX + 1);
+	return ADMIT_LRU_STORE;
+}
+
+/* The longest key and value the header holds: one byte more is
+ * ADMIT_ETOOBIG from every call that stores, the cache unchanged, the
+ * value never read (a 4 GiB mapping no page of which is touched). */
+START_TEST(test_length_limits)
+{
+	struct admit_lru *c = make(0, UINT64_C(1) << 26, ADMIT_LRU_ADAPTIVE, 1);
+	size_t big = (size_t)ADMIT_LRU_MAX_KEY_LEN + 1;
+	unsigned char *key = calloc(1, big);
+	struct admit_lru_stats st;
+	void *buf = &buf, *huge;
+	size_t vlen;
+
+	ck_assert_ptr_nonnull(key);
+	ck_assert_uint_eq(admit_lru_entry_charge(big, 0), SIZE_MAX);
+	ck_assert_uint_lt(admit_lru_entry_charge(big - 1, 0), SIZE_MAX);
+	ck_assert_int_eq(admit_lru_set(c, key, big, "v", 1), ADMIT_ETOOBIG);
+	ck_assert_int_eq(admit_lru_get(c, key, big, NULL, 0, &vlen), ADMIT_NOTFOUND);
+	key[0] = 1;
+	ck_assert_int_eq(admit_lru_set(c, key, big - 1, "v", 1), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_get(c, key, big - 1, NULL, 0, &vlen), ADMIT_EBUFFER);
+	ck_assert_uint_eq(vlen, 1);
+	key[big - 2] = 1;
+	ck_assert_int_eq(admit_lru_get(c, key, big - 1, NULL, 0, &vlen), ADMIT_NOTFOUND);
+	if (SIZE_MAX > UINT32_MAX) {
+		size_t over = (size_t)UINT32_MAX + 1;
+
+		ck_assert_uint_eq(admit_lru_entry_charge(1, over), SIZE_MAX);
+		huge = mmap(NULL, over, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+		            MAP_NORESERVE, -1, 0);
+		ck_assert_ptr_ne(huge, MAP_FAILED);
+		ck_assert_int_eq(admit_lru_set(c, "k", 1, huge, over), ADMIT_ETOOBIG);
+		ck_assert_int_eq(admit_lru_compute(c, "k", 1, store_huge, &buf),
+		                 ADMIT_ETOOBIG);
+		ck_assert_ptr_null(buf);
+		munmap(huge, over);
+	}
+	admit_lru_stats(c, &st);
+	ck_assert_uint_eq(st.entries, 1);
+	admit_lru_free(c);
+	free(key);
 }
 END_TEST
 
@@ -805,6 +878,8 @@ main(void)
 	tcase_add_loop_test(tc, test_entry_capacity, 0, np);
 	tcase_add_test(tc, test_alloc_footprint);
 	tcase_add_test(tc, test_entry_charge);
+	tcase_add_test(tc, test_tables_of_bytes);
+	tcase_add_test(tc, test_length_limits);
 	tcase_add_test(tc, test_admission_rejects_cold);
 	tcase_add_test(tc, test_tinylfu_config);
 	tcase_add_loop_test(tc, test_scan_resistance, 0, np);

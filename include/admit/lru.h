@@ -111,6 +111,13 @@ enum admit_lru_policy {
  * admit_lru_entry_charge. */
 #define ADMIT_LRU_ENTRY_OVERHEAD 64u
 
+/* The longest key and value an entry holds (4 MiB - 1 and 4 GiB - 1
+ * bytes; on a 32-bit host also at most SIZE_MAX / 4): a set, compute or
+ * load of a longer one fails with ADMIT_ETOOBIG, and the cache is
+ * unchanged.  A lookup or delete of a longer key is a miss. */
+#define ADMIT_LRU_MAX_KEY_LEN ((1u << 22) - 1)
+#define ADMIT_LRU_MAX_VALUE_LEN UINT32_MAX
+
 /* Upper bounds admit_lru_new accepts. */
 #define ADMIT_LRU_MAX_SHARDS 4096u
 #define ADMIT_LRU_MAX_CAPACITY (UINT64_C(1) << 32)  /* entries */
@@ -256,8 +263,9 @@ void admit_lru_free(struct admit_lru *c);
  * allocator the library was built with, so compare stats' bytes with sums
  * of this, not with key + value + a constant.  A cache's fixed tables
  * (its shards and its simulation's, about 1 MiB) are not charged.
- * Returns SIZE_MAX for a length above SIZE_MAX / 4 (such an entry is
- * refused with ADMIT_ETOOBIG).
+ * Returns SIZE_MAX for a key longer than ADMIT_LRU_MAX_KEY_LEN or a value
+ * longer than ADMIT_LRU_MAX_VALUE_LEN (such an entry is refused with
+ * ADMIT_ETOOBIG).
  * Thread-safety: any thread.
  */
 size_t admit_lru_entry_charge(size_t klen, size_t vlen);
@@ -298,8 +306,8 @@ enum admit_status admit_lru_get(struct admit_lru *c, const void *key,
  * Returns ADMIT_OK when the new value is in the cache; ADMIT_REJECTED when
  * admission turned the new entry itself away (any old value of the key is
  * gone too); ADMIT_ETOOBIG when the entry alone is larger than a shard's byte
- * capacity, or the key or value is longer than SIZE_MAX / 4 (the cache is
- * unchanged); ADMIT_NOMEM (the cache is unchanged);
+ * capacity, or the key or value is longer than ADMIT_LRU_MAX_KEY_LEN or
+ * ADMIT_LRU_MAX_VALUE_LEN (the cache is unchanged); ADMIT_NOMEM (the cache is unchanged);
  * ADMIT_EINVAL (c NULL, key or value NULL with a length > 0).
  * Thread-safety: any thread; takes the key's shard mutex only (and tries
  * the simulation's, as admit_lru_get).
@@ -412,8 +420,8 @@ typedef enum admit_lru_verdict (*admit_lru_updater_t)(
  * the value is written once, in place (old and the buffer may be read and
  * written together: an append copies old, then its suffix).  A later call
  * replaces the buffer of an earlier one.  Returns NULL when up is NULL, the
- * entry would be larger than a shard's byte capacity or SIZE_MAX / 4
- * (admit_lru_compute then returns ADMIT_ETOOBIG on ADMIT_LRU_STORE), or memory
+ * entry would be larger than a shard's byte capacity or vlen longer than
+ * ADMIT_LRU_MAX_VALUE_LEN (admit_lru_compute then returns ADMIT_ETOOBIG on ADMIT_LRU_STORE), or memory
  * runs out (ADMIT_NOMEM).
  * Thread-safety: only from the updater that up was given to.
  */
@@ -566,7 +574,7 @@ struct admit_lru_part {
  * The cache keeps no pointer to parts or their bytes.  Returns and errors
  * as admit_lru_set_expiring, and ADMIT_EINVAL also for parts NULL with
  * nparts > 0 or a part whose data is NULL with len > 0; ADMIT_ETOOBIG also
- * when the lengths add up past SIZE_MAX / 4.  nparts may be 0 (an empty
+ * when the lengths add up past ADMIT_LRU_MAX_VALUE_LEN.  nparts may be 0 (an empty
  * value).
  * Thread-safety: any thread; takes the key's shard mutex only.
  */
@@ -615,8 +623,8 @@ typedef enum admit_status (*admit_lru_loader_t)(const void *key, size_t klen,
  * 0) as the loaded value, to expire at expires_at (admit_lru_now's clock;
  * 0 = never).  A later call replaces an earlier one's value.
  * Errors: ADMIT_EINVAL (ld NULL, value NULL with vlen > 0), ADMIT_ETOOBIG
- * (vlen > SIZE_MAX / 4), ADMIT_NOMEM; on an error the earlier value (if
- * any) stays.
+ * (vlen > ADMIT_LRU_MAX_VALUE_LEN), ADMIT_NOMEM; on an error the earlier
+ * value (if any) stays.
  * Thread-safety: only from the loader that ld was given to.
  */
 enum admit_status admit_lru_load_value(struct admit_lru_load *ld,

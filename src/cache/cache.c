@@ -27,15 +27,20 @@
 #include "freqsketch.h"
 
 /* The entries the cache will hold: its entry capacity, or for a byte
- * capacity alone a guess of entries of 4 x the per-entry overhead.  Sizes
- * the TinyLFU sketch, the default shard count and the shards' ghosts. */
+ * capacity alone a guess of entries of 4 x the per-entry overhead (at
+ * least one).  Sizes the TinyLFU sketch, the default shard count and the
+ * shards' ghosts, each rounded up to a power of two: a power-of-two
+ * capacity guesses a power of two, so that neither table doubles for one
+ * entry more. */
 uint64_t
 admit_cache_entries(const struct admit_lru_config *cfg)
 {
-	uint64_t guess = cfg->capacity_bytes / (4 * ADMIT_LRU_ENTRY_OVERHEAD) + 1;
+	uint64_t guess = cfg->capacity_bytes / (4 * ADMIT_LRU_ENTRY_OVERHEAD);
 
 	if (cfg->capacity)
 		return cfg->capacity;
+	if (guess == 0)
+		return 1;
 	return guess < ADMIT_LRU_MAX_CAPACITY ? guess : ADMIT_LRU_MAX_CAPACITY;
 }
 
@@ -337,7 +342,7 @@ set_entry(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	size_t charge;
 	bool kept;
 
-	if (klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4)
+	if (!admit_entry_lengths_ok(klen, vlen))
 		return ADMIT_ETOOBIG;
 	s = shard_of(c, h);
 	charge = admit_entry_charge(klen, vlen);
@@ -479,7 +484,7 @@ admit_lru_now(const struct admit_lru *c)
 size_t
 admit_lru_entry_charge(size_t klen, size_t vlen)
 {
-	if (klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4)
+	if (!admit_entry_lengths_ok(klen, vlen))
 		return SIZE_MAX;
 	return admit_entry_charge(klen, vlen);
 }
@@ -523,7 +528,7 @@ admit_lru_update_alloc(struct admit_lru_update *up, size_t vlen)
 	admit_free(u->e);
 	u->e = NULL;
 	u->st = ADMIT_ETOOBIG;
-	if (u->klen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4 ||
+	if (!admit_entry_lengths_ok(u->klen, vlen) ||
 	    (shard_max_charge(u->s) &&
 	     admit_entry_charge(u->klen, vlen) > shard_max_charge(u->s)))
 		return NULL;

@@ -32,19 +32,39 @@ struct entry {
 	                                 * address (index.h); readers
 	                                 * follow it */
 	uint64_t hash;
-	size_t klen, vlen;
-	bool dead;                      /* unlinked; under the shard mutex */
-	/* Set before the entry is published, never changed after. */
-	bool timed : 1;                 /* expires: a timer follows the data
+	uint32_t vlen;                  /* <= ADMIT_LRU_MAX_VALUE_LEN */
+	/* Set before the entry is published, never changed after: readers
+	 * read these bits with no lock. */
+	uint32_t klen : 22;             /* <= ADMIT_LRU_MAX_KEY_LEN */
+	uint32_t timed : 1;             /* expires: a timer follows the data
 	                                 * (expiry.h) */
-	bool caller_records : 1;        /* admit_adapt_caller_records() of
+	uint32_t caller_records : 1;    /* admit_adapt_caller_records() of
 	                                 * hash */
+	/* Unlinked; under the shard mutex.  A byte of its own, apart from
+	 * the bits above, so that setting it writes nothing a reader reads. */
+	bool dead;
 	unsigned char data[];           /* key bytes, then value bytes */
 };
 
-/* The header is within what each entry is charged for its overhead. */
+/* The header is within what each entry is charged for its overhead: on a
+ * 64-bit host three words of the node, the chain, the hash and a word of
+ * lengths and flags. */
 _Static_assert(sizeof(struct entry) <= ADMIT_LRU_ENTRY_OVERHEAD,
                "an entry's header fits ADMIT_LRU_ENTRY_OVERHEAD");
+_Static_assert(sizeof(void *) != 8 || sizeof(struct entry) == 48,
+               "an entry's header is 48 bytes on a 64-bit host");
+_Static_assert(ADMIT_LRU_MAX_KEY_LEN == (1u << 22) - 1,
+               "klen holds every key length the cache accepts");
+
+/* Whether an entry of a klen-byte key and a vlen-byte value has lengths
+ * the header holds (and sums that cannot wrap: both are far below
+ * SIZE_MAX / 4 on a 64-bit host; on a 32-bit one that bound comes first). */
+static inline bool
+admit_entry_lengths_ok(size_t klen, size_t vlen)
+{
+	return klen <= ADMIT_LRU_MAX_KEY_LEN && klen <= SIZE_MAX / 4 &&
+	       vlen <= ADMIT_LRU_MAX_VALUE_LEN && vlen <= SIZE_MAX / 4;
+}
 
 /* An entry's share of its shard's index: the bucket array holds at most
  * two words an entry, as it doubles when the entries exceed its buckets. */
@@ -68,7 +88,7 @@ _Static_assert(sizeof(struct entry) <= ADMIT_LRU_ENTRY_OVERHEAD,
  * index, and a share of the tables in proportion.  A pure function of
  * (klen, vlen), so that an entry is charged at its removal what it was at
  * its insertion.  A timed entry's timer (expiry.h) is not charged.  The
- * caller bounds klen and vlen by SIZE_MAX / 4. */
+ * caller checks the lengths (admit_entry_lengths_ok). */
 static inline size_t
 admit_entry_charge(size_t klen, size_t vlen)
 {

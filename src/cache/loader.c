@@ -134,7 +134,7 @@ admit_lru_load_value(struct admit_lru_load *ld, const void *value, size_t vlen,
 
 	if (!ld || (!value && vlen))
 		return ADMIT_EINVAL;
-	if (vlen > SIZE_MAX / 4)
+	if (!admit_entry_lengths_ok(0, vlen))
 		return ADMIT_ETOOBIG;
 	if (vlen) {
 		v = admit_malloc(vlen);
