@@ -91,6 +91,14 @@ struct admit_chain {
 	                      trimmed + i */
 	pthread_rwlock_t grow_lock;
 	pthread_mutex_t add_lock; /* max_load mode: every add */
+	/* max_load mode, under add_lock (or the single writer): room_items
+	 * is at least room_f's item count (a recount, plus the adds since;
+	 * deletes only lower the count), so room() sums the filter's
+	 * per-stripe counters only when this bound reaches the limit.
+	 * room_f is the newest filter or an older one still in the chain
+	 * (trim resets it), never a freed one. */
+	const struct admit_cuckoo *room_f;
+	uint64_t room_items;
 	struct admit_allocator alloc; /* the chain's and its filters' memory */
 };
 
@@ -397,7 +405,8 @@ out:
 	return st;
 }
 
-/* admit_cuckoo_size() without the call: room() asks it for every add. */
+/* admit_cuckoo_size() without the call; O(stripes), so room() asks it
+ * only when its bound reaches the limit. */
 static inline uint64_t
 filter_items(const struct admit_cuckoo *f)
 {
@@ -419,11 +428,18 @@ static enum admit_status
 room(struct admit_chain *c, unsigned *n)
 {
 	for (;;) {
+		const struct admit_cuckoo *f;
 		enum admit_status st;
 
 		*n = chain_len(c);
-		if (c->max_load == 0 ||
-		    filter_items(chain_at(c, *n - 1)) < c->limit[*n - 1])
+		if (c->max_load == 0)
+			return ADMIT_OK;
+		f = chain_at(c, *n - 1);
+		if (c->room_f != f || c->room_items >= c->limit[*n - 1]) {
+			c->room_f = f;
+			c->room_items = filter_items(f);
+		}
+		if (c->room_items < c->limit[*n - 1])
 			return ADMIT_OK;
 		st = grow(c, *n);
 		if (st != ADMIT_OK)
@@ -445,8 +461,14 @@ add_limited(struct admit_chain *c, const void *key, size_t len, bool unique,
 		pthread_mutex_lock(&c->add_lock);
 	for (;;) {
 		st = room(c, &n);
-		if (st != ADMIT_OK)
+		if (st != ADMIT_OK) {
+			/* No room, but a key already held is still answered
+			 * present: add_unique's ADMIT_EXISTS comes before any
+			 * ADMIT_FULL or ADMIT_NOMEM, as in the other modes. */
+			if (unique && admit_chain_contains(c, key, len))
+				st = ADMIT_EXISTS;
 			break;
+		}
 		if (unique) {
 			for (unsigned i = 0; i + 1 < n; i++)
 				if (admit_cuckoo_contains(chain_at(c, i), key,
@@ -459,8 +481,11 @@ add_limited(struct admit_chain *c, const void *key, size_t len, bool unique,
 		} else {
 			st = admit_cuckoo_insert(chain_at(c, n - 1), key, len);
 		}
-		if (st == ADMIT_OK && filter)
-			*filter = n - 1;
+		if (st == ADMIT_OK) {
+			c->room_items++; /* room_f is chain_at(c, n - 1) */
+			if (filter)
+				*filter = n - 1;
+		}
 		if (st != ADMIT_FULL)
 			break;
 		/* Refused below its limit (a key's 8 copies, or a rare early
@@ -687,6 +712,7 @@ admit_chain_trim(struct admit_chain *c, unsigned *removed)
 			c->limit[i] = i + k < n ? c->limit[i + k] : 0;
 		}
 		c->trimmed += k;
+		c->room_f = NULL; /* it may be freed */
 		atomic_store_explicit(&c->n, n - k, memory_order_relaxed);
 	}
 	if (removed)

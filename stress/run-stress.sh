@@ -3,8 +3,9 @@
 # target for a bounded time, one verdict line each, then "N passed, N failed".
 #
 #   STRESS_SECONDS  time shared by the stress harnesses (default 60)
-#   STRESS_THREADS  threads of stress_cuckoo and stress_snapshot (default 16)
-#   STRESS_KEYS     keys per thread of those two (default 4096; fewer fill
+#   STRESS_THREADS  threads of stress_cuckoo, stress_chain and stress_snapshot
+#                   (default 16)
+#   STRESS_KEYS     keys per thread of those three (default 4096; fewer fill
 #                   the table sooner, which slow sanitizer builds need)
 #   STRESS_SEED     replay: pass this seed to every harness (default: fresh)
 #   FUZZ_SECONDS    time of each fuzz target (default 60; 0 skips them):
@@ -99,6 +100,22 @@ run stress_linear-8-pow2-nobmi2 'rounds in|filter stats' env ADMIT_NO_BMI2=1 \
 	"$b/stress/stress_linear" --bits 8 --capacity 486 --seconds "$per" $seed
 run stress_linear_broken-caught '^broken build caught' \
 	env top_builddir="$b" sh "$(dirname "$0")/broken-caught.sh" 30
+# The chain at each width it takes (its filters cannot be semi-sorted), then
+# its add mutex (max_load) and its single-writer mode, on half the time.
+half=$(awk -v p="$per" 'BEGIN { s = p / 2; printf "%.1f", s < 1 ? 1 : s }')
+for bits in 16 8; do
+	run "stress_chain-$bits" '^  (ops|chain|false positives):' \
+		"$b/stress/stress_chain" --bits "$bits" --threads "$threads" --keys "$keys" \
+		--seconds "$per" $seed
+done
+run stress_chain-16-max-load '^  (ops|chain|false positives):' \
+	"$b/stress/stress_chain" --max-load 0.5 --threads "$threads" --keys "$keys" \
+	--seconds "$half" $seed
+run stress_chain-8-single-writer '^  (ops|chain|false positives):' \
+	"$b/stress/stress_chain" --bits 8 --single-writer --threads "$threads" \
+	--keys "$keys" --seconds "$half" $seed
+run stress_chain_broken-caught '^(broken chain caught|defect)' \
+	env top_builddir="$b" sh "$(dirname "$0")/chain-broken-caught.sh" 20
 run stress_snapshot 'saves' \
 	"$b/stress/stress_snapshot" --threads "$threads" --keys "$keys" \
 	--seconds "$per" $seed

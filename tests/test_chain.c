@@ -179,6 +179,36 @@ START_TEST(test_full)
 }
 END_TEST
 
+/* A chain that cannot grow still answers add_unique of a key it holds with
+ * ADMIT_EXISTS, not ADMIT_FULL: with or without max_load (whose adds make
+ * room before they insert) and single_writer. */
+START_TEST(test_full_unique_present)
+{
+	struct admit_chain_config cfg = {
+		.capacity = 64, .max_filters = 2, .stripes = 4, .seed = SEED,
+		.max_load = _i & 1 ? 0.5 : 0, .single_writer = _i & 2,
+	};
+	struct admit_chain *c = NULL;
+	struct admit_chain_info a, b;
+	enum admit_status st = ADMIT_OK;
+	uint64_t i;
+
+	ck_assert_int_eq(admit_chain_new(&cfg, &c), ADMIT_OK);
+	for (i = 0; i < 100000 && st == ADMIT_OK; i++)
+		st = admit_chain_add(c, KEY(i));
+	ck_assert_int_eq(st, ADMIT_FULL);
+	ck_assert_int_eq(admit_chain_info(c, &a), ADMIT_OK);
+	ck_assert_uint_eq(a.filters, 2);
+	/* Key 0 is in the oldest filter, key i - 2 (the last added) in the
+	 * newest. */
+	ck_assert_int_eq(admit_chain_add_unique(c, KEY(0)), ADMIT_EXISTS);
+	ck_assert_int_eq(admit_chain_add_unique(c, KEY(i - 2)), ADMIT_EXISTS);
+	ck_assert_int_eq(admit_chain_info(c, &b), ADMIT_OK);
+	ck_assert_uint_eq(b.items, a.items);
+	admit_chain_free(c);
+}
+END_TEST
+
 START_TEST(test_multiset)
 {
 	struct admit_chain *c = make(50, 2, 0);
@@ -794,6 +824,7 @@ main(void)
 	tcase_add_test(tc, test_bad_config);
 	tcase_add_test(tc, test_growth_fpr);
 	tcase_add_test(tc, test_full);
+	tcase_add_loop_test(tc, test_full_unique_present, 0, 4);
 	tcase_add_test(tc, test_multiset);
 	tcase_add_test(tc, test_delete_at);
 	tcase_add_test(tc, test_dump_restore);
