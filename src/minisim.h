@@ -149,6 +149,17 @@ size_t admit_minisim_bytes(const struct admit_minisim *m);
 #define ADMIT_MINISIM_GUARD_MARGIN 0.001
 #endif
 
+/* The guard's allowance where keys are sampled (above
+ * ADMIT_MINISIM_MAX_ENTRIES entries), where a shadow's mini cache also
+ * errs by its scaling (minisim.c, guard()); and the random groups of
+ * sampled keys its sampling error is estimated from (guard_se()).
+ * Chosen by leaving one trace out (doc/hit-ratio.md, "The table"); a
+ * build may set it (programs/cache_sim/hitratio_table.sh --loo). */
+#ifndef ADMIT_MINISIM_GUARD_SAMPLED_MARGIN
+#define ADMIT_MINISIM_GUARD_SAMPLED_MARGIN 0.001
+#endif
+#define ADMIT_MINISIM_GROUPS 32u
+
 /* For tests: the decayed hit ratio of mini cache i. */
 double admit_minisim_score(const struct admit_minisim *m, unsigned i);
 
