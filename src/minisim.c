@@ -488,15 +488,18 @@ guard(struct admit_minisim *m, uint64_t h, const bool *hit, bool real)
 	/* A move does not pay the lead back unless the shadow's mini cache
 	 * scores above the current configuration's of late by decide()'s
 	 * margins (out of LIRS, whose state a move back costs a pass of the
-	 * workload, the wider): else the real cache trails its own mini
-	 * cache (a move's cost still being paid), or the lead is of a past
-	 * stretch, and a move would only add a cost. */
+	 * workload, the wider; on a sampled cache, whose few periods hold
+	 * the fill's ties, ADMIT_MINISIM_GUARD_SAMPLED_LEAD): else the real
+	 * cache trails its own mini cache (a move's cost still being paid),
+	 * or the lead is of a past stretch, and a move would only add a
+	 * cost. */
 	if (m->current == shadows[to] ||
 	    score_now(m, shadows[to]) <= score_now(m, m->current) +
 	    (admit_minisim_configs[m->current].family ==
 	     admit_minisim_configs[shadows[to]].family ?
-	     ADMIT_MINISIM_HYSTERESIS : ADMIT_MINISIM_FAMILY_HYSTERESIS) *
-	    (m->reqs + (double)m->gets))
+	     ADMIT_MINISIM_HYSTERESIS : sampled ?
+	     ADMIT_MINISIM_GUARD_SAMPLED_LEAD :
+	     ADMIT_MINISIM_FAMILY_HYSTERESIS) * (m->reqs + (double)m->gets))
 		return;
 	m->mini[m->current].banned_until = m->periods + ADMIT_MINISIM_BAN;
 	m->checking = false;
