@@ -105,6 +105,9 @@ struct admit_minisim {
 	 * outcome is known, never decayed. */
 	struct { double diff, disc; } guard[2];
 	double guard_n;
+	/* The same per group of sampled keys (a sampled cache only: the
+	 * random groups guard_se() estimates the sampling error from). */
+	struct { double diff[2], n; } group[ADMIT_MINISIM_GROUPS];
 	uint64_t guarded;
 	admit_minisim_admit_fn admit;
 	void *admit_ctx;
@@ -399,45 +402,82 @@ score_now(const struct admit_minisim *m, unsigned i)
 static const unsigned shadows[2] = { ADMIT_MINISIM_WTINYLFU, ADMIT_MINISIM_LRU };
 
 /*
+ * The standard error of shadow j's lead D over the real cache, as an
+ * estimate of its lead on every key.  Every key sampled: McNemar's,
+ * sqrt(V), the gets' own noise.  A sampled cache: its keys are a random
+ * sample of all keys, and a key's gets are not independent (a hot key
+ * hits or misses in runs), so the error is that of a ratio over a sample
+ * of clusters, estimated by random groups: the sampled keys fall by hash
+ * into G groups, each a random sample of its own, and with delta = D / n
+ * the variance of D is about G / (G - 1) x sum over groups of (D_g -
+ * delta n_g)^2 (Wolter, "Introduction to Variance Estimation", ch. 2).
+ * The larger of the two is taken: with G = 32 the groups' estimate has
+ * 31 degrees of freedom and can come out below the gets' own noise.
+ */
+static double
+guard_se(const struct admit_minisim *m, unsigned j)
+{
+	double v = m->guard[j].disc, delta, s = 0;
+
+	if (m->threshold == UINT64_MAX)
+		return sqrt(v);
+	delta = m->guard[j].diff / m->guard_n;
+	for (unsigned g = 0; g < ADMIT_MINISIM_GROUPS; g++) {
+		double e = m->group[g].diff[j] - delta * m->group[g].n;
+
+		s += e * e;
+	}
+	s *= (double)ADMIT_MINISIM_GROUPS / (ADMIT_MINISIM_GROUPS - 1);
+	return sqrt(fmax(v, s));
+}
+
+/*
  * The guard, at every sampled get whose real outcome is known, from the
- * first quarter period on, where every key is sampled.  A shadow's lead
- * over the real cache since the start, D = (its hits - the real cache's
- * hits), with the gets where they differ V: when D >
- * ADMIT_MINISIM_GUARD_MARGIN x n + ADMIT_MINISIM_Z x sqrt(V) for a shadow
- * (n the gets so far; the one over its bound by most), the cache moves
- * to that shadow's configuration at this get, unless the configuration
- * it runs scores within the margin below (the configuration it leaves
- * sits out ADMIT_MINISIM_BAN periods).  So D outgrows its bound only
- * while the cache runs the shadow's configuration, or one whose mini
- * cache scores within that margin of the shadow's or above, or the other
- * shadow, over its bound by more: while the real cache trails the mini
- * caches (a move's cost), or the shadow's lead is of a past stretch the
- * configuration it runs now does as well on (doc/hit-ratio.md, "The
- * guard").
+ * first quarter period on.  A shadow's lead over the real cache since
+ * the start, D = (its hits - the real cache's hits): when D >
+ * margin x n + ADMIT_MINISIM_Z x se (n the gets so far, se guard_se()'s,
+ * the margin ADMIT_MINISIM_GUARD_MARGIN where every key is sampled,
+ * ADMIT_MINISIM_GUARD_SAMPLED_MARGIN where not) for a shadow (the one
+ * over its bound by most), the cache moves to that shadow's
+ * configuration at this get, unless the configuration it runs scores
+ * within the margin below (the configuration it leaves sits out
+ * ADMIT_MINISIM_BAN periods).  So D outgrows its bound only while the
+ * cache runs the shadow's configuration, or one whose mini cache scores
+ * within that margin of the shadow's or above, or the other shadow, over
+ * its bound by more: while the real cache trails the mini caches (a
+ * move's cost), or the shadow's lead is of a past stretch the
+ * configuration it runs now does as well on.  Where keys are sampled, a
+ * mini cache's estimate of its configuration also errs by its scaling
+ * (a 2,048-entry cache standing for a larger one), which the sampled
+ * margin allows for (doc/hit-ratio.md, "The guard").
  */
 static void
-guard(struct admit_minisim *m, const bool *hit, bool real)
+guard(struct admit_minisim *m, uint64_t h, const bool *hit, bool real)
 {
-	double most = 0;
+	bool sampled = m->threshold != UINT64_MAX;
+	double most = 0, margin = sampled ? ADMIT_MINISIM_GUARD_SAMPLED_MARGIN
+	                                  : ADMIT_MINISIM_GUARD_MARGIN;
+	unsigned g = (unsigned)(admit_mix64(h ^ 0x9e3779b97f4a7c15u) %
+	                        ADMIT_MINISIM_GROUPS);
 	int to = -1;
 
 	m->guard_n += 1;
+	m->group[g].n += 1;
 	for (unsigned j = 0; j < 2; j++) {
-		m->guard[j].diff += (double)hit[shadows[j]] - (double)real;
+		double d = (double)hit[shadows[j]] - (double)real;
+
+		m->guard[j].diff += d;
 		m->guard[j].disc += hit[shadows[j]] != real;
+		m->group[g].diff[j] += d;
 	}
-	/* Only where the shadows are the very caches of the promises: every
-	 * key sampled.  Above, a mini cache estimates its configuration's
-	 * hit ratio with a sampling error of its own, which the paired
-	 * difference does not see (doc/hit-ratio.md, "The guard"). */
-	if (m->guard_n < (double)(m->period / 4) || m->threshold != UINT64_MAX)
+	if (m->guard_n < (double)(m->period / 4))
 		return;
 	for (unsigned j = 0; j < 2; j++) {
-		double over = m->guard[j].diff - ADMIT_MINISIM_GUARD_MARGIN * m->guard_n;
+		double over = m->guard[j].diff - margin * m->guard_n;
 
 		if (over <= 0)
 			continue;
-		over -= ADMIT_MINISIM_Z * sqrt(m->guard[j].disc);
+		over -= ADMIT_MINISIM_Z * guard_se(m, j);
 		if (over > most) {
 			most = over;
 			to = (int)j;
@@ -448,15 +488,18 @@ guard(struct admit_minisim *m, const bool *hit, bool real)
 	/* A move does not pay the lead back unless the shadow's mini cache
 	 * scores above the current configuration's of late by decide()'s
 	 * margins (out of LIRS, whose state a move back costs a pass of the
-	 * workload, the wider): else the real cache trails its own mini
-	 * cache (a move's cost still being paid), or the lead is of a past
-	 * stretch, and a move would only add a cost. */
+	 * workload, the wider; on a sampled cache, whose few periods hold
+	 * the fill's ties, ADMIT_MINISIM_GUARD_SAMPLED_LEAD): else the real
+	 * cache trails its own mini cache (a move's cost still being paid),
+	 * or the lead is of a past stretch, and a move would only add a
+	 * cost. */
 	if (m->current == shadows[to] ||
 	    score_now(m, shadows[to]) <= score_now(m, m->current) +
 	    (admit_minisim_configs[m->current].family ==
 	     admit_minisim_configs[shadows[to]].family ?
-	     ADMIT_MINISIM_HYSTERESIS : ADMIT_MINISIM_FAMILY_HYSTERESIS) *
-	    (m->reqs + (double)m->gets))
+	     ADMIT_MINISIM_HYSTERESIS : sampled ?
+	     ADMIT_MINISIM_GUARD_SAMPLED_LEAD :
+	     ADMIT_MINISIM_FAMILY_HYSTERESIS) * (m->reqs + (double)m->gets))
 		return;
 	m->mini[m->current].banned_until = m->periods + ADMIT_MINISIM_BAN;
 	m->checking = false;
@@ -532,7 +575,7 @@ get(struct admit_minisim *m, uint64_t h, int real)
 		m->mini[i].loss += cur && !hit[i];
 	}
 	if (real >= 0) {
-		guard(m, hit, real);
+		guard(m, h, hit, real);
 		paired_add(&m->had, real, cur);
 		if (m->checking && m->skip) {
 			m->skip--;

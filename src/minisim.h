@@ -149,6 +149,29 @@ size_t admit_minisim_bytes(const struct admit_minisim *m);
 #define ADMIT_MINISIM_GUARD_MARGIN 0.001
 #endif
 
+/* The guard's allowance where keys are sampled (above
+ * ADMIT_MINISIM_MAX_ENTRIES entries), where a shadow's mini cache also
+ * errs by its scaling (minisim.c, guard()); and the random groups of
+ * sampled keys its sampling error is estimated from (guard_se()).
+ * Chosen among 0.1, 0.25 and 0.5 point by leaving one trace out, which
+ * picks 0.1 for every trace (doc/hit-ratio.md, "The table"); a build may
+ * set it (programs/cache_sim/hitratio_table.sh --loo). */
+#ifndef ADMIT_MINISIM_GUARD_SAMPLED_MARGIN
+#define ADMIT_MINISIM_GUARD_SAMPLED_MARGIN 0.001
+#endif
+#define ADMIT_MINISIM_GROUPS 32u
+/* The lead a shadow's mini cache must have over the current
+ * configuration's of another family (out of LIRS) for the guard to move
+ * a sampled cache; where every key is sampled it is decide()'s margin
+ * across families.  A large cache's trace is few periods long and its
+ * decayed scores hold the fill, where every configuration hits alike,
+ * so 2 points of them come late.  Chosen among 0.5, 1 and 2 points by
+ * leaving one trace out (doc/hit-ratio.md, "The table"); a build may
+ * set it. */
+#ifndef ADMIT_MINISIM_GUARD_SAMPLED_LEAD
+#define ADMIT_MINISIM_GUARD_SAMPLED_LEAD 0.005
+#endif
+
 /* For tests: the decayed hit ratio of mini cache i. */
 double admit_minisim_score(const struct admit_minisim *m, unsigned i);
 

@@ -231,6 +231,44 @@ START_TEST(test_guard)
 }
 END_TEST
 
+/* The guard on a sampled cache (3,600 entries: about 57 % of the keys
+ * sampled): the same zigzag, over 4,000 keys.  A real cache that hits
+ * only while it runs a shadow's configuration is moved to one; one that
+ * hits on every sampled get is never moved. */
+static struct admit_minisim *
+run_guarded_sampled(bool only_shadows)
+{
+	struct admit_minisim *m = admit_minisim_new(3600, 3600, always, NULL);
+
+	ck_assert_ptr_nonnull(m);
+	ck_assert_uint_ne(admit_minisim_threshold(m), UINT64_MAX);
+	for (uint64_t i = 0; i < 120000; i++) {
+		unsigned cur = admit_minisim_current(m);
+		bool real = !only_shadows || cur == ADMIT_MINISIM_LRU ||
+		            cur == ADMIT_MINISIM_WTINYLFU;
+		uint64_t k = i % 8000 < 4000 ? i % 8000 : 7999 - i % 8000;
+		uint64_t h = test_key(k);
+
+		if (admit_minisim_sampled(m, h))
+			admit_minisim_get_real(m, h, real);
+	}
+	return m;
+}
+
+START_TEST(test_guard_sampled)
+{
+	struct admit_minisim *m = run_guarded_sampled(true);
+	unsigned cur = admit_minisim_current(m);
+
+	ck_assert_uint_ge(admit_minisim_guarded(m), 1);
+	ck_assert(cur == ADMIT_MINISIM_LRU || cur == ADMIT_MINISIM_WTINYLFU);
+	admit_minisim_free(m);
+	m = run_guarded_sampled(false);
+	ck_assert_uint_eq(admit_minisim_guarded(m), 0);
+	admit_minisim_free(m);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -246,6 +284,7 @@ main(void)
 	tcase_add_test(tc, test_weights);
 	tcase_add_test(tc, test_undo);
 	tcase_add_test(tc, test_guard);
+	tcase_add_test(tc, test_guard_sampled);
 	suite_add_tcase(s, tc);
 	return test_run(srunner_create(s));
 }

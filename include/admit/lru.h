@@ -23,14 +23,16 @@
  *                       starts in LIRS and moves to the best when it beats
  *                       the current one by 0.5 point (2 across families)
  *                       and by twice its sampling error, and undoes a move
- *                       after which its own hits fell.  Up to 2048
- *                       entries a guard compares its own hits since the
- *                       start with those of W-TinyLFU 1 % and LRU,
- *                       simulated exactly, and moves it to the one it
- *                       trails by over a tenth of a point beyond the sampling
- *                       error, unless the simulation rates its current
- *                       configuration as well (doc/hit-ratio.md, "The
- *                       guard": what that bounds, and its limits).  A move
+ *                       after which its own hits fell.  A guard
+ *                       compares its own hits since the start with those
+ *                       of W-TinyLFU 1 % and LRU (simulated exactly; above
+ *                       2048 entries on the sampled keys) and moves it to
+ *                       the one it trails by over a tenth of a point
+ *                       beyond the sampling error (above 2048 entries,
+ *                       that of a sample of keys), unless the simulation
+ *                       rates its current configuration as well
+ *                       (doc/hit-ratio.md, "The guard": what that bounds,
+ *                       at what confidence, and its limits).  A move
  *                       keeps every entry.  Memory: about 8.1 bytes per entry at 131072
  *                       entries, a constant 1.06 MB above (stats:
  *                       sim_bytes), plus 8 to 16 bytes per entry of ghosts.

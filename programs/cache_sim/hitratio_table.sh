@@ -8,8 +8,12 @@
 #
 # Usage: hitratio_table.sh [--points shared|extra|all] [--csv FILE]
 #                          [--rows FILE] [--loo NAME=V1,V2,...]
+#                          [--min-size N]
 #   --points  which points (default all; shared needs ../shared/peers.csv,
 #             extra's SPEC traces need ../shared/traces).
+#   --min-size  only the points whose size exceeds N (2048: the caches
+#             whose mini caches are sampled, the only ones a change to the
+#             sampled caches' choice moves).
 #   --csv     keeps every replay's row (trace,policy,size,hit_ratio; with
 #             --loo a fifth field, the value, and the lru and wtinylfu
 #             rows without it).
@@ -34,14 +38,15 @@ sim=${CACHE_SIM:-$top_builddir/programs/cache_sim/cache_sim}
 traces="$top_srcdir/../shared/traces"
 peers_shared="$top_srcdir/../shared/peers.csv"
 peers_extra="$top_srcdir/programs/cache_sim/peers_extra.csv"
-points=all csv= loo= rows=
+points=all csv= loo= rows= minsize=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--points) points=$2; shift 2 ;;
 	--csv) csv=$2; shift 2 ;;
 	--loo) loo=$2; shift 2 ;;
 	--rows) rows=$2; shift 2 ;;
-	*) echo "usage: hitratio_table.sh [--points shared|extra|all] [--csv FILE] [--rows FILE] [--loo NAME=V1,V2,...]" >&2
+	--min-size) minsize=$2; shift 2 ;;
+	*) echo "usage: hitratio_table.sh [--points shared|extra|all] [--csv FILE] [--rows FILE] [--loo NAME=V1,V2,...] [--min-size N]" >&2
 	   exit 2 ;;
 	esac
 done
@@ -62,6 +67,8 @@ extra | all)
 		echo "$t,$rest"
 	done >>"$tmp/peers.csv" ;;
 esac
+awk -F, -v m="$minsize" '$2 + 0 > m + 0' "$tmp/peers.csv" >"$tmp/p.csv"
+mv "$tmp/p.csv" "$tmp/peers.csv"
 [ -s "$tmp/peers.csv" ] || { echo "hitratio_table.sh: no points" >&2; exit 1; }
 jobs=$(nproc 2>/dev/null || echo 2)
 

@@ -276,7 +276,7 @@ loop.trace.gz 250 adaptive-frozen ge opt-3
 loop.trace.gz 500 adaptive-frozen ge opt-3
 loop.trace.gz 750 adaptive-frozen ge opt-3
 loop.trace.gz 1000 adaptive-frozen ge opt-3
-scarab-recs.trace.xz 100000 adaptive short 75.41 74.08
+scarab-recs.trace.xz 100000 adaptive ge lru-0.5
 P3.lis.gz 32768 adaptive ge 16.62
 P3.lis.gz 32768 tinylfu ge lru-1
 builtin 10000 tinylfu ge lru
@@ -376,44 +376,31 @@ goals=$?
 # workloads and SPEC traces; doc/hit-ratio.md, "Shortfalls").
 cat >"$tmp/floors" <<'EOF'
 orm-night.trace.xz 1000 best 66.80
-scarab-recs.trace.xz 100000 lru 74.08
 multi1.trace.gz 750 wtinylfu 60.96
 multi3.trace.gz 250 wtinylfu 32.61
 multi3.trace.gz 500 wtinylfu 41.70
 gli.trace.gz 1000 wtinylfu 49.19
-P3.lis.gz 32768 wtinylfu 17.10
-recency-s1 8000 lru 76.56
-recency-s2 8000 lru 76.36
-recency-s3 8000 lru 76.27
+web12.trace.xz 5000 best 79.83
 scan-hot-s1 1000 wtinylfu 49.20
-scan-hot-s1 2500 wtinylfu 58.93
-short-large-s1 131072 best 34.87
-short-large-s1 131072 lru 34.87
-short-large-s1 50000 best 27.16
-short-large-s1 50000 lru 27.16
-short-large-s2 131072 best 34.81
-short-large-s2 131072 lru 34.81
-short-large-s2 50000 best 27.24
-short-large-s3 131072 best 34.94
-short-large-s3 131072 lru 34.94
-short-large-s3 50000 best 27.18
-short-large-s3 50000 lru 27.18
-web-s1 10000 best 28.80
-web-s1 50000 best 35.42
-web-s1 50000 lru 35.42
-web-s2 10000 best 28.21
-web-s2 10000 wtinylfu 28.21
-web-s2 50000 best 35.21
-web-s2 50000 lru 35.21
-web-s3 10000 best 28.78
-web-s3 50000 best 35.39
-web-s3 50000 lru 35.39
 zigzag-near-s1 800 lru 75.64
 zigzag-near-s2 800 lru 75.64
 zigzag-near-s3 800 lru 75.66
 zigzag-s1 250 lru 22.01
 zigzag-s1 500 best 45.02
 zigzag-s1 500 lru 45.02
+short-large-s1 50000 best 27.56
+short-large-s1 131072 lru 35.20
+short-large-s2 50000 best 27.31
+short-large-s2 131072 best 35.10
+short-large-s2 131072 lru 35.10
+short-large-s3 50000 best 27.40
+short-large-s3 131072 lru 35.19
+web-s1 10000 best 28.51
+web-s1 10000 wtinylfu 28.51
+web-s2 10000 best 28.46
+web-s2 10000 wtinylfu 28.46
+web-s3 10000 best 28.41
+web-s3 10000 wtinylfu 28.41
 EOF
 if [ -f "$peers" ]; then
 	grep -E ',(lru|adaptive|wtinylfu),' "$tmp/all.csv" >"$tmp/peer_rows.csv"
