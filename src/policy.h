@@ -197,12 +197,12 @@ void admit_policy_insert(struct admit_policy *p, struct admit_policy_node *n);
  * a hit would move a block already near the top of S to its top, and the
  * bottom of S, which decides what is demoted and which HIR blocks are in
  * S, stays where it is; a HIR block's hit (probation, Q) may make it LIR
- * and is never quiet.  An eighth, not a quarter: a LIR block's stamp is
- * also its recency in S, and at a quarter the adaptive policy loses a
- * third of a point on P3, where it runs LIRS (doc/design.md, "Quiet
- * hits", has the measurements). */
+ * and is never quiet.  A sixteenth, not a quarter: a LIR block's stamp
+ * is also its recency in S, and at a quarter the adaptive policy loses a
+ * third of a point on P3, at an eighth 0.6 on multi3 at 250, where it runs
+ * LIRS (doc/design.md, "Quiet hits", has the measurements). */
 #define ADMIT_POLICY_QUIET_SHIFT 2
-#define ADMIT_POLICY_LIRS_QUIET_SHIFT 3
+#define ADMIT_POLICY_LIRS_QUIET_SHIFT 4
 
 /* Whether a hit on n would be quiet.  Safe without the owner's lock, on
  * a node in p or one that left it (the answer then is a guess). */

@@ -451,41 +451,44 @@ END_TEST
 /* LIRS's quiet hits: a LIR block stamped within the last count >>
  * ADMIT_POLICY_LIRS_QUIET_SHIFT accesses stays where it is; an older one goes
  * to the top of S; a HIR block's hit (Q) is never quiet. */
+#define LQ_N 64u
 START_TEST(test_lirs_quiet_hits)
 {
-	struct owner *o = owner_new(32, 0, 0, false);
+	struct owner *o = owner_new(LQ_N, 0, 0, false);
 	struct admit_policy_config lirs = { 0, 0, false, false,
 	                                    ADMIT_POLICY_LIRS, false };
-	unsigned order[32], before[32], n, span;
+	unsigned order[LQ_N], before[LQ_N], n, span;
 
 	admit_policy_configure(&o->p, &lirs);
-	/* The cold start: the first 31 keys LIR, in stamp order; the 32nd in
-	 * Q. */
-	for (unsigned i = 0; i < 32; i++)
+	/* The cold start: the first LQ_N - 1 keys LIR, in stamp order; the
+	 * last in Q. */
+	for (unsigned i = 0; i < LQ_N; i++)
 		put(o, i);
-	ck_assert_uint_eq(o->p.count[ADMIT_SEG_PROTECTED], 31);
-	ck_assert_uint_eq(admit_policy_seg_of(&o->node[31].n), ADMIT_SEG_PROBATION);
-	span = 31 >> ADMIT_POLICY_LIRS_QUIET_SHIFT;
+	ck_assert_uint_eq(o->p.count[ADMIT_SEG_PROTECTED], LQ_N - 1);
+	ck_assert_uint_eq(admit_policy_seg_of(&o->node[LQ_N - 1].n),
+	                  ADMIT_SEG_PROBATION);
+	span = (LQ_N - 1) >> ADMIT_POLICY_LIRS_QUIET_SHIFT;
 	ck_assert_uint_ge(span, 2);
-	ck_assert(!admit_policy_quiet(&o->p, &o->node[31].n));
-	/* Node i is 31 - i accesses old: node 31's insert came last. */
-	ck_assert(admit_policy_quiet(&o->p, &o->node[30].n));
-	ck_assert(admit_policy_quiet(&o->p, &o->node[32 - span].n));
-	ck_assert(!admit_policy_quiet(&o->p, &o->node[31 - span].n));
+	ck_assert(!admit_policy_quiet(&o->p, &o->node[LQ_N - 1].n));
+	/* Node i is LQ_N - 1 - i accesses old: the last insert came last. */
+	ck_assert(admit_policy_quiet(&o->p, &o->node[LQ_N - 2].n));
+	ck_assert(admit_policy_quiet(&o->p, &o->node[LQ_N - span].n));
+	ck_assert(!admit_policy_quiet(&o->p, &o->node[LQ_N - 1 - span].n));
 	seg_list(o, ADMIT_SEG_PROTECTED, before);
-	admit_policy_hit(&o->p, &o->node[32 - span].n);  /* quiet: no move */
+	admit_policy_hit(&o->p, &o->node[LQ_N - span].n);  /* quiet: no move */
 	n = seg_list(o, ADMIT_SEG_PROTECTED, order);
-	ck_assert_uint_eq(n, 31);
+	ck_assert_uint_eq(n, LQ_N - 1);
 	ck_assert_mem_eq(order, before, n * sizeof(*order));
 	admit_policy_hit(&o->p, &o->node[0].n);  /* the bottom: to the top */
 	n = seg_list(o, ADMIT_SEG_PROTECTED, order);
-	ck_assert_uint_eq(n, 31);
-	ck_assert_uint_eq(order[30], 0);
+	ck_assert_uint_eq(n, LQ_N - 1);
+	ck_assert_uint_eq(order[LQ_N - 2], 0);
 	ck_assert_uint_eq(order[0], 1);
 	ck_assert(admit_policy_quiet(&o->p, &o->node[0].n));
 	/* Q's block, reused within S, becomes LIR: not quiet, and it moves. */
-	admit_policy_hit(&o->p, &o->node[31].n);
-	ck_assert_uint_eq(admit_policy_seg_of(&o->node[31].n), ADMIT_SEG_PROTECTED);
+	admit_policy_hit(&o->p, &o->node[LQ_N - 1].n);
+	ck_assert_uint_eq(admit_policy_seg_of(&o->node[LQ_N - 1].n),
+	                  ADMIT_SEG_PROTECTED);
 	ck_assert_uint_eq(admit_policy_seg_of(&o->node[1].n), ADMIT_SEG_PROBATION);
 	ck_assert(admit_policy_check(&o->p));
 	owner_free(o);

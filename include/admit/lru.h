@@ -50,7 +50,7 @@
  * quiet hit is one on an entry already near the most recently used end of
  * its list (among the quarter of its segment's entries moved last, in a
  * segment where a hit only moves its entry to that end; in LIRS, among the
- * eighth of the LIR blocks moved last): it writes nothing the other
+ * sixteenth of the LIR blocks moved last): it writes nothing the other
  * threads read, moves nothing and records no frequency, and is
  * only counted, in a counter of the calling thread's (as memcached moves an
  * item at most once a minute and CacheLib once per lruRefreshTime; here the
