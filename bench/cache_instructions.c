@@ -54,7 +54,10 @@ read_all(struct admit_lru *c, const uint64_t *k, bool peek)
 	return hits;
 }
 
-static __attribute__((noinline)) unsigned
+/* noipa: loop_get100 and loop_miss are the same code, which the compiler
+ * would otherwise fold into one function that callgrind cannot tell
+ * apart. */
+static __attribute__((noipa)) unsigned
 loop_get100(struct admit_lru *c, const uint64_t *k)
 {
 	return read_all(c, k, false);
@@ -86,7 +89,7 @@ loop_mix95(struct admit_lru *c, const uint64_t *k)
 }
 
 /* Gets of keys the cache never held. */
-static __attribute__((noinline)) unsigned
+static __attribute__((noipa)) unsigned
 loop_miss(struct admit_lru *c, const uint64_t *k)
 {
 	return read_all(c, k, false);

@@ -67,13 +67,17 @@ set_stamp(struct admit_policy_node *n, uint32_t st)
 	atomic_store_explicit(&n->stamp, st, memory_order_relaxed);
 }
 
-/* Whether a hit in segment k may be quiet: W-TinyLFU's, where a hit there
- * only moves its entry to the MRU end (policy.h). */
+/* Whether a hit in segment k may be quiet (policy.h): in W-TinyLFU, where
+ * a hit there only moves its entry to the MRU end; in LIRS, a LIR block's
+ * (a move within the top of S), never a HIR block's (Q: a hit there may
+ * make it LIR). */
 static inline bool
 may_be_quiet(const struct admit_policy *p, unsigned k)
 {
-	if (p->cfg.exact || is_lirs(p))
+	if (p->cfg.exact)
 		return false;
+	if (is_lirs(p))
+		return k == ADMIT_SEG_PROTECTED;
 	return k != ADMIT_SEG_PROBATION || p->protected_max == 0;
 }
 
@@ -82,8 +86,9 @@ may_be_quiet(const struct admit_policy *p, unsigned k)
 static inline void
 update_quiet(struct admit_policy *p, unsigned k)
 {
-	uint64_t span = may_be_quiet(p, k) ?
-	                p->count[k] >> ADMIT_POLICY_QUIET_SHIFT : 0;
+	unsigned shift = is_lirs(p) ? ADMIT_POLICY_LIRS_QUIET_SHIFT :
+	                 ADMIT_POLICY_QUIET_SHIFT;
+	uint64_t span = may_be_quiet(p, k) ? p->count[k] >> shift : 0;
 
 	if (span > UINT32_MAX)
 		span = UINT32_MAX;

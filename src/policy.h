@@ -140,7 +140,8 @@ struct admit_policy {
 	                                 * the stamps */
 	/* Per segment (the fourth: none), how recent a stamp makes a hit
 	 * quiet (admit_policy_quiet): the segment's entries >>
-	 * ADMIT_POLICY_QUIET_SHIFT, or 0 where no hit is quiet.  Written by
+	 * ADMIT_POLICY_QUIET_SHIFT (LIRS's LIR blocks: >>
+	 * ADMIT_POLICY_LIRS_QUIET_SHIFT), or 0 where no hit is quiet.  Written by
 	 * the owner when it changes, read by lock-free readers. */
 	_Atomic uint32_t quiet[ADMIT_SEG_COUNT + 1];
 	uint64_t *ghost;                /* (hash >> 32) << 32 | stamp, by
@@ -191,10 +192,17 @@ void admit_policy_insert(struct admit_policy *p, struct admit_policy_node *n);
  * since its own, which bounds how many entries went ahead of it.  The
  * lists where a hit only moves its entry: the window and protected in
  * W-TinyLFU, probation too when protected is empty (LRU + TinyLFU); a
- * probation hit is a promotion and never quiet.  LIRS has none: quiet LIR
- * hits cost the adaptive policy half a point on scan-hot, where it runs
+ * probation hit is a promotion and never quiet.  In LIRS, the LIR blocks
+ * (protected), within their count >> ADMIT_POLICY_LIRS_QUIET_SHIFT: such
+ * a hit would move a block already near the top of S to its top, and the
+ * bottom of S, which decides what is demoted and which HIR blocks are in
+ * S, stays where it is; a HIR block's hit (probation, Q) may make it LIR
+ * and is never quiet.  A sixteenth, not a quarter: a LIR block's stamp
+ * is also its recency in S, and at a quarter the adaptive policy loses a
+ * third of a point on P3, at an eighth 0.6 on multi3 at 250, where it runs
  * LIRS (doc/design.md, "Quiet hits", has the measurements). */
 #define ADMIT_POLICY_QUIET_SHIFT 2
+#define ADMIT_POLICY_LIRS_QUIET_SHIFT 4
 
 /* Whether a hit on n would be quiet.  Safe without the owner's lock, on
  * a node in p or one that left it (the answer then is a guess). */

@@ -384,7 +384,8 @@ END_TEST
 /* Quiet hits (policy.h): a hit on one of the entries stamped within the
  * last count >> ADMIT_POLICY_QUIET_SHIFT accesses of a list where a hit
  * only moves changes nothing; an older one moves; a probation hit that
- * promotes is never quiet; an exact configuration and LIRS have none. */
+ * promotes is never quiet, nor one in LIRS's Q; an exact configuration
+ * has none. */
 START_TEST(test_quiet_hits)
 {
 	struct owner *o = owner_new(16, 100, 0, false);
@@ -431,10 +432,64 @@ START_TEST(test_quiet_hits)
 	n = seg_list(o, ADMIT_SEG_PROTECTED, order);
 	ck_assert(admit_policy_quiet(&o->p, &o->node[order[n - 1]].n));
 	ck_assert(!admit_policy_quiet(&o->p, &o->node[order[0]].n));
-	/* LIRS: no hit is quiet, not even the newest LIR block's. */
+	/* LIRS: Q's blocks are never quiet; exact LIRS has no quiet hit,
+	 * not even the newest LIR block's. */
+	admit_policy_configure(&o->p, &lirs);
+	ck_assert_uint_gt(o->p.count[ADMIT_SEG_PROBATION], 0);
+	for (unsigned i = 0; i < 16; i++)
+		if (admit_policy_seg_of(&o->node[i].n) == ADMIT_SEG_PROBATION)
+			ck_assert(!admit_policy_quiet(&o->p, &o->node[i].n));
+	lirs.exact = true;
 	admit_policy_configure(&o->p, &lirs);
 	for (unsigned i = 0; i < 16; i++)
 		ck_assert(!admit_policy_quiet(&o->p, &o->node[i].n));
+	ck_assert(admit_policy_check(&o->p));
+	owner_free(o);
+}
+END_TEST
+
+/* LIRS's quiet hits: a LIR block stamped within the last count >>
+ * ADMIT_POLICY_LIRS_QUIET_SHIFT accesses stays where it is; an older one goes
+ * to the top of S; a HIR block's hit (Q) is never quiet. */
+#define LQ_N 64u
+START_TEST(test_lirs_quiet_hits)
+{
+	struct owner *o = owner_new(LQ_N, 0, 0, false);
+	struct admit_policy_config lirs = { 0, 0, false, false,
+	                                    ADMIT_POLICY_LIRS, false };
+	unsigned order[LQ_N], before[LQ_N], n, span;
+
+	admit_policy_configure(&o->p, &lirs);
+	/* The cold start: the first LQ_N - 1 keys LIR, in stamp order; the
+	 * last in Q. */
+	for (unsigned i = 0; i < LQ_N; i++)
+		put(o, i);
+	ck_assert_uint_eq(o->p.count[ADMIT_SEG_PROTECTED], LQ_N - 1);
+	ck_assert_uint_eq(admit_policy_seg_of(&o->node[LQ_N - 1].n),
+	                  ADMIT_SEG_PROBATION);
+	span = (LQ_N - 1) >> ADMIT_POLICY_LIRS_QUIET_SHIFT;
+	ck_assert_uint_ge(span, 2);
+	ck_assert(!admit_policy_quiet(&o->p, &o->node[LQ_N - 1].n));
+	/* Node i is LQ_N - 1 - i accesses old: the last insert came last. */
+	ck_assert(admit_policy_quiet(&o->p, &o->node[LQ_N - 2].n));
+	ck_assert(admit_policy_quiet(&o->p, &o->node[LQ_N - span].n));
+	ck_assert(!admit_policy_quiet(&o->p, &o->node[LQ_N - 1 - span].n));
+	seg_list(o, ADMIT_SEG_PROTECTED, before);
+	admit_policy_hit(&o->p, &o->node[LQ_N - span].n);  /* quiet: no move */
+	n = seg_list(o, ADMIT_SEG_PROTECTED, order);
+	ck_assert_uint_eq(n, LQ_N - 1);
+	ck_assert_mem_eq(order, before, n * sizeof(*order));
+	admit_policy_hit(&o->p, &o->node[0].n);  /* the bottom: to the top */
+	n = seg_list(o, ADMIT_SEG_PROTECTED, order);
+	ck_assert_uint_eq(n, LQ_N - 1);
+	ck_assert_uint_eq(order[LQ_N - 2], 0);
+	ck_assert_uint_eq(order[0], 1);
+	ck_assert(admit_policy_quiet(&o->p, &o->node[0].n));
+	/* Q's block, reused within S, becomes LIR: not quiet, and it moves. */
+	admit_policy_hit(&o->p, &o->node[LQ_N - 1].n);
+	ck_assert_uint_eq(admit_policy_seg_of(&o->node[LQ_N - 1].n),
+	                  ADMIT_SEG_PROTECTED);
+	ck_assert_uint_eq(admit_policy_seg_of(&o->node[1].n), ADMIT_SEG_PROBATION);
 	ck_assert(admit_policy_check(&o->p));
 	owner_free(o);
 }
@@ -470,6 +525,7 @@ main(void)
 	tcase_add_test(tc, test_lirs_loop);
 	tcase_add_test(tc, test_family_switch_keeps);
 	tcase_add_test(tc, test_quiet_hits);
+	tcase_add_test(tc, test_lirs_quiet_hits);
 #if ADMIT_DEBUG
 	tcase_add_test_raise_signal(tc, test_check_catches, SIGABRT);
 #else

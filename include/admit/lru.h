@@ -51,14 +51,15 @@
  * the shard mutex applies, in order, to the LRU order and the counters.  A
  * quiet hit is one on an entry already near the most recently used end of
  * its list (among the quarter of its segment's entries moved last, in a
- * segment where a hit only moves its entry to that end): it writes nothing
- * the other threads read, moves nothing and records no frequency, and is
+ * segment where a hit only moves its entry to that end; in LIRS, among the
+ * sixteenth of the LIR blocks moved last): it writes nothing the other
+ * threads read, moves nothing and records no frequency, and is
  * only counted, in a counter of the calling thread's (as memcached moves an
  * item at most once a minute and CacheLib once per lruRefreshTime; here the
  * interval is a position, not a time).  A miss is only counted too.
  * ADMIT_LRU_PLAIN and ADMIT_LRU_WTINYLFU have no quiet hits (they keep exact
- * order), nor has ADMIT_LRU_ADAPTIVE while it runs LIRS, plain LRU or
- * W-TinyLFU's 1 % window (the configurations its promises name: below).  A get takes the
+ * order), nor has ADMIT_LRU_ADAPTIVE while it runs plain LRU or
+ * W-TinyLFU's 1 % window (the configurations its guard names: above).  A get takes the
  * mutex only when that buffer is full (to empty it) or when it meets a grow
  * of the shard's index (caches bounded by bytes alone); otherwise it never
  * waits for a set of the same shard.  One thread alone sees the same results
