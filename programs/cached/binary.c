@@ -437,10 +437,18 @@ bin_stat(struct conn *c, const struct bin_req *r)
 				reply_parts(c, r, ST_OK, NULL, 0, name,
 				            (uint16_t)(sp - name), sp + 1,
 				            (size_t)(eol - sp - 1), 0, true);
-		} else if (eol - p == 5 && !memcmp(p, "ERROR", 5)) {
+		} else if ((eol - p == 5 && !memcmp(p, "ERROR", 5)) ||
+		           (eol - p > 12 && !memcmp(p, "CLIENT_ERROR", 12))) {
 			reply_error(c, r, ST_NOT_FOUND);
 			break;
-		} else {  /* END, or RESET */
+		} else if (eol - p == 3 && !memcmp(p, "END", 3) && r->keylen >= 6 &&
+		           !memcmp(r->key, "detail", 6)) {
+			/* detail dump: the text dump as one reply, as memcached */
+			reply_parts(c, r, ST_OK, NULL, 0, "detailed", 8, p,
+			            (size_t)(eol + 2 - p), 0, true);
+			reply_parts(c, r, ST_OK, NULL, 0, NULL, 0, NULL, 0, 0, true);
+			break;
+		} else {  /* END, RESET, or detail's OK */
 			reply_parts(c, r, ST_OK, NULL, 0, NULL, 0, NULL, 0, 0, true);
 			break;
 		}

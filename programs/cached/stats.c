@@ -48,6 +48,31 @@ stats_reset(struct server *srv)
 	pthread_mutex_unlock(&srv->reset_mu);
 }
 
+/*
+ * "stats detail on|off|dump", answered as memcached answers them.
+ * admit-cached keeps no statistics by key prefix, so on and off change
+ * nothing and a dump lists no prefix.  words: what follows "detail".
+ */
+static void
+stats_detail(struct conn *c, const char *words, size_t n)
+{
+	size_t len;
+
+	while (n && *words == ' ') {
+		words++;
+		n--;
+	}
+	for (len = 0; len < n && words[len] != ' '; len++)
+		;
+	if ((len == 2 && !memcmp(words, "on", 2)) ||
+	    (len == 3 && !memcmp(words, "off", 3)))
+		out_str(c, "OK\r\n");
+	else if (len == 4 && !memcmp(words, "dump", 4))
+		out_str(c, "END\r\n");
+	else
+		out_str(c, "CLIENT_ERROR usage: stats detail on|off|dump\r\n");
+}
+
 /* "stats <arg>": what of memcached's applies to admit-cached. */
 static void
 stats_arg(struct conn *c, const char *arg, size_t n)
@@ -111,10 +136,15 @@ do_stats(struct conn *c, const struct cached_req *req)
 	double gets;
 
 	if (req->rest_len) {
-		/* Its first word: memcached ignores what follows. */
+		/* Its first word: memcached ignores what follows, but for
+		 * detail's own word. */
 		const char *sp = memchr(req->rest, ' ', req->rest_len);
+		size_t n = sp ? (size_t)(sp - req->rest) : req->rest_len;
 
-		stats_arg(c, req->rest, sp ? (size_t)(sp - req->rest) : req->rest_len);
+		if (n == 6 && !memcmp(req->rest, "detail", 6))
+			stats_detail(c, req->rest + n, req->rest_len - n);
+		else
+			stats_arg(c, req->rest, n);
 		return;
 	}
 	for (unsigned t = 0; t < srv->opt.threads; t++) {

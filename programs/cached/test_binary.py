@@ -134,6 +134,13 @@ CASES = [
     ("stat: statistics, then an empty reply",
      req(0x10, b"nosuch") + req(0x0a),
      [err(0x10, *NOT_FOUND), res(0x0a)], b"<EOF>"),
+    ("stat detail: on and off an empty reply, dump one reply, else not found",
+     req(0x10, b"detail on") + req(0x10, b"detail dump") +
+     req(0x10, b"detail off") + req(0x10, b"detail") +
+     req(0x10, b"detail foo") + req(0x0a),
+     [res(0x10), res(0x10, key=b"detailed", val=b"END\r\n"), res(0x10),
+      res(0x10), err(0x10, *NOT_FOUND), err(0x10, *NOT_FOUND), res(0x0a)],
+     b"<EOF>"),
     ("quit", req(0x07) + req(0x0a), [res(0x07)], b"<EOF>"),
     ("quitq", req(0x17) + req(0x0a), [], b"<EOF>"),
     ("too large: refused, the value skipped",

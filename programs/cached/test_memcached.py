@@ -381,7 +381,8 @@ def corpus():
         add("line %r" % line, line + b"\r\nversion\r\n")
     # -- stats forms (their STAT lines dropped)
     for args in (b"", b" reset", b" settings", b" items", b" slabs", b" sizes",
-                 b" foo", b" reset extra"):
+                 b" foo", b" reset extra", b" detail dump", b" detail",
+                 b" detail foo", b" detail  on extra", b" detail off"):
         add("stats%s" % args.decode(), b"stats%s\r\nversion\r\n" % args)
     # -- pipelined
     add("pipeline of 200 sets and gets",
