@@ -2,7 +2,7 @@
 # make stress: build (done by make) and run every stress harness and fuzz
 # target for a bounded time, one verdict line each, then "N passed, N failed".
 #
-#   STRESS_SECONDS  time shared by the stress harnesses (default 60)
+#   STRESS_SECONDS  each timed harness runs a fifth of it (default 60)
 #   STRESS_THREADS  threads of stress_cuckoo, stress_chain and stress_snapshot
 #                   (default 16)
 #   STRESS_KEYS     keys per thread of those three (default 4096; fewer fill
