@@ -863,6 +863,76 @@ START_TEST(test_get_without_mutex)
 }
 END_TEST
 
+/* A reader that stops reading (its ring's events below half a ring, never
+ * drained by itself) holds no dead entry back for long: writers drain their
+ * own rings only, but every ring once batches wait on the others. */
+struct idle_reader {
+	struct admit_lru *c;
+	atomic_int read, done;
+};
+
+static void *
+idle_reader(void *arg)
+{
+	struct idle_reader *r = arg;
+	struct timespec ms = { 0, 1000000 };
+	char v[8];
+	size_t vlen;
+
+	for (uint64_t k = 0; k < 8; k++)
+		ck_assert_int_eq(admit_lru_get(r->c, &k, sizeof(k), v, sizeof(v), &vlen),
+		                 ADMIT_OK);
+	atomic_store(&r->read, 1);
+	while (!atomic_load(&r->done))
+		nanosleep(&ms, NULL);
+	return NULL;
+}
+
+static size_t
+dead_held(struct admit_lru *c)
+{
+	struct shard *s = &c->shards[0];
+	size_t n;
+
+	admit_mutex_lock(&s->mu);
+	n = s->rec.held;
+	admit_mutex_unlock(&s->mu);
+	return n;
+}
+
+START_TEST(test_idle_reader)
+{
+	enum { CAP = 256, SETS = 100000 };
+	struct admit_lru *c = make(CAP, 0, ADMIT_LRU_PLAIN, 1);
+	struct idle_reader r = { .c = c };
+	struct timespec ms = { 0, 1000000 };
+	uint64_t queued = 0;
+	pthread_t tid;
+
+	for (uint64_t k = 0; k < CAP; k++)
+		ck_assert_int_eq(admit_lru_set(c, &k, sizeof(k), "v", 1), ADMIT_OK);
+	ck_assert_int_eq(pthread_create(&tid, NULL, idle_reader, &r), 0);
+	while (!atomic_load(&r.read))
+		nanosleep(&ms, NULL);
+	for (unsigned i = 0; i < ADMIT_READBUF_RINGS; i++)
+		queued += atomic_load(&c->shards[0].rb.ring[i].tail);
+	ck_assert_uint_gt(queued, 0);  /* the reader's hits wait in its ring */
+	for (uint64_t k = CAP; k < CAP + SETS; k++)
+		ck_assert_int_eq(admit_lru_set(c, &k, sizeof(k), "v", 1), ADMIT_OK);
+	/* Every grace period over (10 s at most), then one more writer's
+	 * maintenance: what is still held is the limbo and the batches the
+	 * writer's rule lets wait, not the SETS evicted. */
+	for (int t = 0; t < 10000 && atomic_load(&c->pending); t++)
+		nanosleep(&ms, NULL);
+	ck_assert_uint_eq(atomic_load(&c->pending), 0);
+	ck_assert_int_eq(admit_lru_delete(c, &r.read, 0), ADMIT_NOTFOUND);
+	ck_assert_uint_lt(dead_held(c), 8 * ADMIT_RECLAIM_BATCH);
+	atomic_store(&r.done, 1);
+	pthread_join(tid, NULL);
+	admit_lru_free(c);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -890,6 +960,7 @@ main(void)
 	tcase_add_loop_test(tc, test_get_while_writing, 0, np);
 	tcase_add_test(tc, test_get_while_growing);
 	tcase_add_loop_test(tc, test_get_without_mutex, 0, np);
+	tcase_add_test(tc, test_idle_reader);
 	suite_add_tcase(s, tc);
 	return test_run(srunner_create(s));
 }

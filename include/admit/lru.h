@@ -47,8 +47,11 @@
  * lock shared by all shards.  A get takes no shard mutex in the common case:
  * it finds the key through an RCU-protected index (liburcu, urcu-bp
  * flavour), copies the value out, and, unless the hit is quiet (below),
- * queues the access in a small per-shard buffer that the next caller holding
- * the shard mutex applies, in order, to the LRU order and the counters.  A
+ * queues the access in a small per-shard buffer of the calling thread's,
+ * applied in order to the LRU order and the counters by the same thread's
+ * next set, delete or compute of the shard, by its own read that fills
+ * half the buffer, or by any stats call or walk (which apply every
+ * thread's).  A
  * quiet hit is one on an entry already near the most recently used end of
  * its list (among the quarter of its segment's entries moved last, in a
  * segment where a hit only moves its entry to that end; in LIRS, among the

@@ -32,10 +32,25 @@ struct ADMIT_CAPABILITY("mutex") admit_mutex {
 	pthread_mutex_t m;
 };
 
+/* glibc's adaptive mutex where there is one: a shard's mutex is held for a
+ * few hundred nanoseconds, far less than a futex sleep and wake-up, so a
+ * thread that finds it taken spins a little before it sleeps. */
 static inline bool
 admit_mutex_init(struct admit_mutex *mu)
 {
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+	pthread_mutexattr_t a;
+	bool ok;
+
+	if (pthread_mutexattr_init(&a) != 0)
+		return false;
+	ok = pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP) == 0 &&
+	     pthread_mutex_init(&mu->m, &a) == 0;
+	pthread_mutexattr_destroy(&a);
+	return ok;
+#else
 	return pthread_mutex_init(&mu->m, NULL) == 0;
+#endif
 }
 
 static inline void

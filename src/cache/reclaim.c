@@ -43,6 +43,7 @@ admit_reclaim_retire_locked(struct admit_reclaim *r, struct entry *e)
 	e->limbo = r->limbo;
 	r->limbo = e;
 	r->nlimbo++;
+	r->held++;
 	r->limbo_bytes += admit_entry_charge(e->klen, e->vlen);
 }
 
@@ -95,8 +96,9 @@ admit_reclaim_flush_locked(struct admit_reclaim *r)
 }
 
 static void
-free_batch(struct admit_reclaim_batch *b)
+free_batch(struct admit_reclaim *r, struct admit_reclaim_batch *b)
 {
+	r->held -= b->count;
 	/* A dead entry's line is long cold: start every miss at once. */
 	for (size_t i = 0; i < b->count; i++)
 		__builtin_prefetch(b->e[i]);
@@ -105,14 +107,15 @@ free_batch(struct admit_reclaim_batch *b)
 	admit_free(b);
 }
 
-static void
+static size_t
 collect(struct admit_reclaim *r, bool all)
 {
 	struct admit_reclaim_batch *b, *next, *keep = NULL;
+	size_t kept = 0;
 
 	/* relaxed: a hint; the exchange below is what reads the batches. */
 	if (!atomic_load_explicit(&r->ready, memory_order_relaxed) && !r->waiting)
-		return;
+		return 0;
 	/* acquire: pairs with the release in batch_ready(). */
 	b = atomic_exchange_explicit(&r->ready, NULL, memory_order_acquire);
 	for (; b || r->waiting; b = next) {
@@ -122,19 +125,21 @@ collect(struct admit_reclaim *r, bool all)
 		}
 		next = b->next;
 		if (all || admit_readbuf_passed(r->rb, &b->tail)) {
-			free_batch(b);
+			free_batch(r, b);
 		} else {
 			b->next = keep;
 			keep = b;
+			kept++;
 		}
 	}
 	r->waiting = keep;
+	return kept;
 }
 
-void
+size_t
 admit_reclaim_collect_locked(struct admit_reclaim *r)
 {
-	collect(r, false);
+	return collect(r, false);
 }
 
 void

@@ -18,7 +18,9 @@
  * callback takes no lock.  Garbage per shard: the limbo (under
  * ADMIT_RECLAIM_BATCH entries and ADMIT_RECLAIM_BYTES bytes) plus the
  * batches handed out since the shard's last locked call past their grace
- * period; none of it counts in the capacity.
+ * period, plus the few a writer's maintenance lets wait on other threads'
+ * rings before it drains them all (shard.c: WAITING_BATCHES); none of it
+ * counts in the capacity.
  *
  * The *_locked calls are the shard's (its mutex held).
  */
@@ -43,6 +45,7 @@ struct admit_reclaim {
 	struct entry *limbo;            /* dead, waiting for a batch */
 	unsigned nlimbo;
 	size_t limbo_bytes;
+	size_t held;                    /* retired, not yet freed */
 	struct admit_reclaim_batch *waiting;  /* past their grace period, not
 	                                       * yet past the rings' heads */
 	_Atomic(struct admit_reclaim_batch *) ready;  /* past their grace
@@ -65,8 +68,8 @@ void admit_reclaim_retire_locked(struct admit_reclaim *r, struct entry *e);
 void admit_reclaim_flush_locked(struct admit_reclaim *r);
 
 /* Frees the batches whose events the rings' heads have passed; keeps the
- * others for a later call.  After a drain. */
-void admit_reclaim_collect_locked(struct admit_reclaim *r);
+ * others for a later call and returns how many it kept.  After a drain. */
+size_t admit_reclaim_collect_locked(struct admit_reclaim *r);
 
 /* With every callback done and no reader left: frees the limbo and every
  * batch. */

@@ -10,16 +10,21 @@
  * reader or buffered event can name it (reclaim.h).
  *
  * No read's event is dropped (a full ring makes its read apply the event
- * itself, after a drain), and one thread's events are in one ring,
- * drained in order before any locked operation of the shard.  A read
+ * itself, after a drain of its ring), and one thread's events are in one
+ * ring, drained in order before any locked operation of that thread: a
+ * writing call drains its caller's ring (shard_lock_mine), a call that
+ * reports on every thread's reads (statistics, walks) every ring
+ * (shard_lock), and each reader its own at every half ring.  A read
  * whose hit is quiet (policy.h) queues none: it is counted, not moved or
  * recorded, by the rule the policy core applies to every hit.  The drain
  * makes the hits' TinyLFU records (BP-Wrapper: one thread records a batch,
  * its sketch lines prefetched together, rather than every reader its own),
  * but for the keys the adaptation watches, whose records are their
  * callers' (adapt.h).  A shard's contests compare two of its keys, so they
- * follow every earlier hit of both.
- *
+ * follow every earlier hit of both by the contesting thread, and other
+ * threads' hits but for the half ring each may hold (as Caffeine's read
+ * buffers, drained when its maintenance gets to them).
+
  * Policy (Einziger, Eden, Friedman, Manes, "Adaptive Software Cache
  * Management", Middleware 2018; Caffeine's BoundedLocalCache): policy.c,
  * single-threaded, run here under the mutex.  New keys enter the window;
@@ -128,8 +133,13 @@ expire_one(void *ctx, struct entry *e)
 	s->st.expired++;
 }
 
-/* The maintenance: the drain of every ring (of ring only, if not NULL),
- * then the rest. */
+/* Batches of dead entries that may wait on other threads' rings before a
+ * drain of the caller's ring drains them all: what bounds the garbage an
+ * idle reader's half-filled ring can hold back. */
+#define WAITING_BATCHES 4
+
+/* The maintenance: the drain of every ring (of ring only, if not NULL, but
+ * for WAITING_BATCHES batches held back by the others), then the rest. */
 static void maintain_locked(struct shard *s, struct admit_readbuf_ring *ring)
 	ADMIT_REQUIRES(s->mu);
 static void
@@ -137,11 +147,16 @@ maintain_locked(struct shard *s, struct admit_readbuf_ring *ring)
 {
 	struct admit_lru *c = s->c;
 
-	if (ring)
+	if (ring) {
 		admit_readbuf_drain_ring(ring, apply_events, s);
-	else
+		if (admit_reclaim_collect_locked(&s->rec) >= WAITING_BATCHES) {
+			drain_locked(s);
+			admit_reclaim_collect_locked(&s->rec);
+		}
+	} else {
 		drain_locked(s);
-	admit_reclaim_collect_locked(&s->rec);
+		admit_reclaim_collect_locked(&s->rec);
+	}
 	if (c->adapt) {
 		unsigned k = c->adapt->ops->current(c->adapt);
 
@@ -164,14 +179,20 @@ shard_lock(struct shard *s)
 }
 
 void
+shard_lock_mine(struct shard *s)
+{
+	admit_mutex_lock(&s->mu);
+	/* The other rings' slots are their owners' lines, which a drain here
+	 * would pull to this core and its owner pull back at its next push;
+	 * each owner drains its own at its half ring. */
+	maintain_locked(s, admit_readbuf_mine(&s->rb));
+}
+
+void
 shard_try_maintain(struct shard *s)
 {
 	if (!admit_mutex_trylock(&s->mu))
 		return;  /* its holder's maintenance or unlock is under way */
-	/* Only the caller's ring: the others' slots are their owners' lines,
-	 * which a drain here would pull to this core and its owner pull
-	 * back at its next push.  Each owner drains its own at its half
-	 * ring; every locked operation drains them all. */
 	maintain_locked(s, admit_readbuf_mine(&s->rb));
 	admit_mutex_unlock(&s->mu);
 }
@@ -182,7 +203,7 @@ shard_note_access_full(struct shard *s, struct entry *e)
 {
 	uintptr_t ev = (uintptr_t)e;
 
-	shard_lock(s);
+	shard_lock_mine(s);
 	apply_events(s, &ev, 1);
 	shard_unlock(s);
 }
@@ -203,7 +224,8 @@ shard_record_locked(struct shard *s, uint64_t h, struct entry *e)
 	 * slot, as for a read's push. */
 	if (admit_readbuf_push_mine(&s->rb, ev))
 		return;
-	drain_locked(s);  /* full: what a read would find drained */
+	/* full: what a read would find drained */
+	admit_readbuf_drain_ring(admit_readbuf_mine(&s->rb), apply_events, s);
 	if (!admit_readbuf_push_mine(&s->rb, ev))
 		admit_freqsketch_record(c->sketch, h);
 }

@@ -118,8 +118,15 @@ enum admit_status shard_init(struct admit_lru *c, struct shard *s,
 /* With every callback done: frees what s holds. */
 void shard_destroy(struct shard *s) ADMIT_NO_TS;
 
-/* Takes s's mutex and runs its maintenance. */
+/* Takes s's mutex and runs its maintenance, which drains every ring: for
+ * the calls that read what every thread's reads did (statistics, walks,
+ * expiry). */
 void shard_lock(struct shard *s) ADMIT_ACQUIRE(s->mu);
+
+/* Takes s's mutex and runs its maintenance, which drains the caller's own
+ * ring (and the others only when they hold dead entries back): for the
+ * writing calls, which need their own thread's reads applied first. */
+void shard_lock_mine(struct shard *s) ADMIT_ACQUIRE(s->mu);
 
 static inline void shard_unlock(struct shard *s) ADMIT_RELEASE(s->mu);
 static inline void
