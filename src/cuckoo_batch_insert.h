@@ -51,9 +51,12 @@
 
 /* A set-aside key and its breadth-first search: q[0, 2 + 4 head) queued,
  * the first `checked` of them read (their words in word[]).  Queued
- * bucket x > 1 is where lane (x - 2) % 4 of bucket (x - 2) / 4 moves to;
- * a child that would be its parent's own bucket (the fingerprint's two
- * buckets coincide) is queued as that bucket and never read. */
+ * bucket x > 1 is where lane (x - 2) % 4 of bucket (x - 2) / 4 moves to.
+ * A child that is its parent's own bucket (the fingerprint's two buckets
+ * coincide, for about one bucket in m) needs no test here: its parent is
+ * full, so it is read full, and a path through it (past a concurrent
+ * delete) has a hop from a bucket to itself, which hop_w() refuses as
+ * stale. */
 struct defer_key {
 	struct cuckoo_pos p;      /* fp as the lanes hold it */
 	size_t at;                /* the key's index in the call */
@@ -150,13 +153,9 @@ defer_expand_w(const struct admit_cuckoo *f, struct defer_key *d, unsigned w)
 		return false;
 	for (unsigned x = d->head; x < end; x++) {
 		uint32_t b = d->q[x];
-		/* A bucket queued as its parent's own leads nowhere, nor do
-		 * its children: each is queued as its parent in turn. */
-		bool dead = x >= 2 && b == d->q[(x - 2) / 4];
 
 		for (unsigned s = 0; s < CUCKOO_SLOTS; s++) {
-			uint32_t c = dead ? b :
-			    alt_w(f, b, slot_fp_w(f, d->word[x], s, w), w);
+			uint32_t c = alt_w(f, b, slot_fp_w(f, d->word[x], s, w), w);
 
 			__builtin_prefetch(bucket_addr_w(f, c, w));
 			d->q[2 + 4 * x + s] = c;
@@ -197,8 +196,7 @@ defer_check_w(struct admit_cuckoo *f, struct defer_key *d,
 
 	for (unsigned x = d->checked; x < end; x++) {
 		d->word[x] = bucket_load_w(f, d->q[x], w);
-		if (d->q[x] == d->q[(x - 2) / 4] ||
-		    !lanes_zero_w(f, d->word[x], w))
+		if (!lanes_zero_w(f, d->word[x], w))
 			continue;
 		out[d->at] = defer_run_w(f, d, x, w) ? ADMIT_OK
 		                                      : defer_fallback(f, d, true);
