@@ -8,6 +8,12 @@
  *       bench/batch_instructions N BITS
  *   callgrind_annotate --inclusive=yes cg.out | grep 'loop_'   # / N
  *
+ * loop_insert_u64 fills in three calls, fill_to_50 (to half the slots),
+ * fill_to_90 and fill_to_95 (the rest): with --dump-before=fill_to_
+ * --dump-after=fill_to_ each has a profile of its own, whose
+ * cuckoo_add() (inclusive, and its calls) is the keys that found both
+ * buckets full.
+ *
  * N random 8-byte keys (bench_key()) in an array, as bench/user_filter.c
  * holds them.  loop_insert_u64 fills an admit filter made for N items by
  * admit_cuckoo_insert_many_u64() in calls of 1024 keys, loop_u64 and
@@ -30,20 +36,52 @@
 
 #define CHUNK 1024
 
-static __attribute__((noipa)) size_t
-loop_insert_u64(struct admit_cuckoo *f, const uint64_t *k, size_t n)
+static size_t
+insert_range(struct admit_cuckoo *f, const uint64_t *k, size_t from,
+             size_t to)
 {
 	static enum admit_status st[CHUNK];
 	size_t ok = 0;
 
-	for (size_t i = 0; i < n; i += CHUNK) {
-		size_t c = n - i < CHUNK ? n - i : CHUNK;
+	for (size_t i = from; i < to; i += CHUNK) {
+		size_t c = to - i < CHUNK ? to - i : CHUNK;
 
 		(void)admit_cuckoo_insert_many_u64(f, c, k + i, st);
 		for (size_t j = 0; j < c; j++)
 			ok += st[j] == ADMIT_OK;
 	}
 	return ok;
+}
+
+/* The fill by load: to half the slots, to 90 %, and the rest (to 95 %). */
+static __attribute__((noipa)) size_t
+fill_to_50(struct admit_cuckoo *f, const uint64_t *k, size_t from, size_t to)
+{
+	return insert_range(f, k, from, to);
+}
+
+static __attribute__((noipa)) size_t
+fill_to_90(struct admit_cuckoo *f, const uint64_t *k, size_t from, size_t to)
+{
+	return insert_range(f, k, from, to);
+}
+
+static __attribute__((noipa)) size_t
+fill_to_95(struct admit_cuckoo *f, const uint64_t *k, size_t from, size_t to)
+{
+	return insert_range(f, k, from, to);
+}
+
+static __attribute__((noipa)) size_t
+loop_insert_u64(struct admit_cuckoo *f, const uint64_t *k, size_t n)
+{
+	uint64_t slots = admit_cuckoo_slots(f);
+	size_t a = (size_t)(slots / 2), b = (size_t)(slots * 9 / 10);
+
+	a = a < n ? a : n;
+	b = b < n ? b : n;
+	return fill_to_50(f, k, 0, a) + fill_to_90(f, k, a, b) +
+	       fill_to_95(f, k, b, n);
 }
 
 static size_t

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "cuckoo_internal.h"
+#include "cuckoo_batch_insert.h"
 #include "cuckoo_kick.h"
 #include "cuckoo_ops.h"
 #include "cuckoo_probe.h"

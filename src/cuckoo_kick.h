@@ -7,7 +7,8 @@
  * both of the key's buckets are full it goes to cuckoo_add() (cuckoo.c),
  * which searches a cuckoo path by the layout's find_path, the breadth-first
  * search below, without locks, and executes it hop by hop under the
- * stripes.
+ * stripes.  The 8-byte-key batch searches its keys' paths together first
+ * (cuckoo_batch_insert.h).
  */
 #ifndef ADMIT_CUCKOO_KICK_H
 #define ADMIT_CUCKOO_KICK_H
@@ -206,42 +207,6 @@ copy_w(struct admit_cuckoo *f, const struct cuckoo_pos *p, unsigned w)
 	if (copy_one_stripe_w(f, p, w) == ADMIT_OK)
 		return ADMIT_OK;
 	return cuckoo_add(f, p, ADD_COPY);
-}
-
-/* Inserts of an array of 8-byte keys (w as locate_u64_w()): each group's
- * buckets prefetched for writing before its first insert, the next group's
- * while this one's are made.  Each key is one insert, as
- * admit_cuckoo_insert() makes it. */
-static inline __attribute__((always_inline)) enum admit_status
-insert_u64_w(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
-             enum admit_status out[], unsigned w, bool tab, bool pow2)
-{
-	struct cuckoo_pos pos[2][CUCKOO_BATCH];
-	struct cuckoo_pos *p = pos[0], *q = pos[1], *t;
-	size_t k = n < CUCKOO_BATCH ? n : CUCKOO_BATCH;
-	enum admit_status st = ADMIT_OK;
-
-	locate_u64_w(f, k, keys, p, w, tab, pow2, true);
-	for (size_t base = 0;; base += CUCKOO_BATCH) {
-		size_t next = base + CUCKOO_BATCH, kn = 0;
-
-		if (next < n) {
-			kn = n - next < CUCKOO_BATCH ? n - next : CUCKOO_BATCH;
-			locate_u64_w(f, kn, keys + next, q, w, tab, pow2, true);
-		}
-		for (size_t j = 0; j < k; j++) {
-			if (w == 8)
-				p[j].fp &= 0xff;
-			out[base + j] = w ? copy_w(f, &p[j], w)
-			                  : f->ops->insert_at(f, &p[j]);
-			if (out[base + j] != ADMIT_OK)
-				st = out[base + j];
-		}
-		if (!kn)
-			return st;
-		k = kn;
-		t = p, p = q, q = t;
-	}
 }
 
 #endif /* ADMIT_CUCKOO_KICK_H */

@@ -154,11 +154,28 @@ own_op(struct thr *t, enum op op, uint64_t k)
 	s = own_begin(r, k);
 	if (op == OP_INSERT) {
 		/* Every other insert and delete through the 8-byte-key batch,
-		 * of one key. */
-		if (k & 1)
+		 * of one key, or, for a key without copies, of two copies of
+		 * it (a batch sets aside its keys whose buckets are full and
+		 * places them together). */
+		if ((k & 3) == 3 && c == 0) {
+			uint64_t two[2] = { *key_of(r, k), *key_of(r, k) };
+			enum admit_status st2[2];
+
+			(void)admit_cuckoo_insert_many_u64(r->f, 2, two, st2);
+			if (st2[1] == ADMIT_OK) {
+				c++;
+				t->inserted++;
+			} else if (st2[1] == ADMIT_FULL) {
+				t->full++;
+			} else {
+				stress_fail("insert: %s", admit_strerror(st2[1]));
+			}
+			st = st2[0];
+		} else if (k & 1) {
 			(void)admit_cuckoo_insert_many_u64(r->f, 1, key_of(r, k), &st);
-		else
+		} else {
 			st = admit_cuckoo_insert(r->f, K(r, k));
+		}
 		if (st == ADMIT_OK) {
 			c++;
 			t->inserted++;

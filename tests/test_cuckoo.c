@@ -781,6 +781,58 @@ START_TEST(test_u64_batches)
 }
 END_TEST
 
+/* The 8-byte-key batch filling a filter past its capacity, in calls of
+ * several sizes: keys whose buckets are full are set aside and their
+ * paths searched together.  Every key up to the capacity goes in (as
+ * single inserts get them in, test_load_factor), the rest go in or get
+ * ADMIT_FULL, every key that went in is found, and the size counts
+ * exactly the keys that went in. */
+START_TEST(test_u64_batch_fill)
+{
+	static const size_t calls[] = { 1, 7, 16, 33, 1024, 4096 };
+	const uint64_t cap = 100000;
+	unsigned bits = modes[_i].bits;
+	bool counting = modes[_i].counting;
+	struct admit_cuckoo *f = make(cap, bits, counting);
+	size_t n = (size_t)(admit_cuckoo_slots(f) * 21 / 20), ok = 0;
+	uint64_t *ids = malloc(n * sizeof(*ids));
+	enum admit_status *st = malloc(n * sizeof(*st));
+	struct admit_cuckoo_stats stats;
+	struct tally t = TALLY_INIT;
+
+	ck_assert(ids && st);
+	for (size_t i = 0; i < n; i++)
+		ids[i] = test_key(i + (1ull << 40));
+	for (size_t i = 0, c = 0; i < n; c++) {
+		size_t k = calls[c % 6] < n - i ? calls[c % 6] : n - i;
+
+		(void)admit_cuckoo_insert_many_u64(f, k, ids + i, st + i);
+		i += k;
+	}
+	for (size_t i = 0; i < n; i++) {
+		tally(&t, st[i] == ADMIT_OK || st[i] == ADMIT_FULL, i);
+		tally(&t, st[i] == ADMIT_OK || i >= cap, i);
+		tally(&t, st[i] != ADMIT_OK || admit_cuckoo_contains(f, &ids[i], 8),
+		      i);
+		ok += st[i] == ADMIT_OK;
+	}
+	ck_assert_tally(t, "a batch-filled key");
+	ck_assert_uint_lt(ok, n);
+	ck_assert_int_eq(admit_cuckoo_stats(f, &stats), ADMIT_OK);
+	ck_assert_uint_gt(stats.kicks, 0);
+	ck_assert_uint_eq(stats.items, admit_cuckoo_size(f));
+	/* A counting filter's increment of a key whose fingerprint is there
+	 * already adds no entry. */
+	if (!counting) {
+		ck_assert_uint_eq(admit_cuckoo_size(f), ok);
+		ck_assert_uint_ge(ok, admit_cuckoo_slots(f) * 95 / 100);
+	}
+	free(ids);
+	free(st);
+	admit_cuckoo_free(f);
+}
+END_TEST
+
 static Suite *
 cuckoo_suite(void)
 {
@@ -805,6 +857,7 @@ cuckoo_suite(void)
 	tcase_add_loop_test(tc, test_contains_inline, 0, nmodes);
 	tcase_add_loop_test(tc, test_insert_many, 0, nmodes);
 	tcase_add_loop_test(tc, test_u64_batches, 0, nmodes);
+	tcase_add_loop_test(tc, test_u64_batch_fill, 0, nmodes);
 	suite_add_tcase(s, tc);
 
 	tcase_add_loop_test(big, test_no_false_negatives, 0, nmodes);

@@ -1,6 +1,7 @@
 /*
  * A first concurrent test (the stress harnesses go much further): writers
- * insert disjoint keys into a filter sized to end near 95 % load, so cuckoo
+ * insert disjoint keys (every other block of 48 by one 8-byte-key batch
+ * call) into a filter sized to end near 95 % load, so cuckoo
  * paths run constantly, while readers check that every key a writer has
  * published is found, and writers delete a third of their own keys.
  * Afterwards every surviving key is present and the size adds up.  Run it
@@ -50,21 +51,45 @@ permanent(uint64_t j)
 	return j % 3 != 0;
 }
 
+/* Every other block of a writer's keys goes in by one batch call (keys
+ * whose buckets are full are set aside and placed together there). */
+#define BLOCK 48
+
+static void
+insert_block(struct shared *sh, int id, uint64_t j0)
+{
+	uint64_t ids[BLOCK];
+	enum admit_status st[BLOCK];
+
+	if ((j0 / BLOCK) & 1) {
+		for (uint64_t i = 0; i < BLOCK; i++)
+			ids[i] = test_key(key_id(id, j0 + i));
+		if (admit_cuckoo_insert_many_u64(sh->f, BLOCK, ids, st) != ADMIT_OK)
+			atomic_fetch_add(&sh->errors, 1);
+		return;
+	}
+	for (uint64_t i = 0; i < BLOCK; i++)
+		if (admit_cuckoo_insert(sh->f, KEY(key_id(id, j0 + i))) != ADMIT_OK)
+			atomic_fetch_add(&sh->errors, 1);
+}
+
 static void *
 writer(void *arg)
 {
 	struct worker *w = arg;
 	struct shared *sh = w->sh;
 
-	for (uint64_t j = 0; j < PER_WRITER; j++) {
-		if (admit_cuckoo_insert(sh->f, KEY(key_id(w->id, j))) != ADMIT_OK)
-			atomic_fetch_add(&sh->errors, 1);
-		/* release: a reader that sees j + 1 sees the insert above. */
-		atomic_store_explicit(&sh->published[w->id], j + 1,
+	for (uint64_t j0 = 0; j0 < PER_WRITER; j0 += BLOCK) {
+		insert_block(sh, w->id, j0);
+		/* release: a reader that sees j0 + BLOCK sees the inserts
+		 * above. */
+		atomic_store_explicit(&sh->published[w->id], j0 + BLOCK,
 		                      memory_order_release);
-		if (j >= 300 && !permanent(j - 300) &&
-		    admit_cuckoo_delete(sh->f, KEY(key_id(w->id, j - 300))) != ADMIT_OK)
-			atomic_fetch_add(&sh->errors, 1);
+		for (uint64_t j = j0; j < j0 + BLOCK; j++)
+			if (j >= 300 && !permanent(j - 300) &&
+			    admit_cuckoo_delete(sh->f, KEY(key_id(w->id, j - 300))) !=
+			    ADMIT_OK)
+				atomic_fetch_add(&sh->errors, 1);
 	}
 	for (uint64_t j = PER_WRITER - 300; j < PER_WRITER; j++)
 		if (!permanent(j) &&
@@ -73,6 +98,8 @@ writer(void *arg)
 	atomic_fetch_add(&sh->writers_done, 1);
 	return NULL;
 }
+
+_Static_assert(PER_WRITER % BLOCK == 0, "whole blocks");
 
 static void *
 reader(void *arg)

@@ -273,9 +273,15 @@ void admit_cuckoo_contains_many_u64(const struct admit_cuckoo *f, size_t n,
 
 /*
  * admit_cuckoo_insert_many_u64 - n inserts of 8-byte keys held in an array:
- * out[i] = admit_cuckoo_insert(f, &keys[i], 8), in order, with each group's
- * buckets hashed and prefetched before its first insert (as
- * admit_cuckoo_insert_many()).  In counting mode each is an increment.
+ * out[i] = admit_cuckoo_insert(f, &keys[i], 8), with each group's buckets
+ * hashed and prefetched before its first insert (as
+ * admit_cuckoo_insert_many()).  In counting mode each is an increment, in
+ * order.  A membership filter's key whose two buckets are both full is set
+ * aside and placed, with up to 15 others, after the keys that follow it:
+ * their cuckoo-path searches run together, so that their cache misses
+ * overlap.  So the keys go in in an order of the call's choosing; every
+ * one is in (out[i] ADMIT_OK) before the call returns, and when the filter
+ * fills up during a call which keys get ADMIT_FULL depends on that order.
  *
  * Returns ADMIT_OK when every key went in, otherwise ADMIT_FULL; out[]
  * says which.
