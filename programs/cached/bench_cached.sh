@@ -10,7 +10,11 @@
 # threads, from /proc/PID/task/*/schedstat) and of the load client, in
 # microseconds: on a machine shared by server and clients, ops/s follows
 # from both, and the server's figure is the less noisy comparison of the
-# servers' own work.
+# servers' own work.  It also gives the share of the server's CPU spent in
+# the kernel (user and system clock ticks of its threads) and its threads'
+# context switches per request (voluntary: asleep in epoll_wait with
+# nothing to do; involuntary: preempted), where a server's CPU goes once
+# its system calls a request are the same as the other's.
 # TTL_FRACTION=0.5 TTL=2 gives half the keys an exptime of 2 s on every set
 # (chosen by key hash, the same keys on every server): memory must stay
 # bounded while items expire under the load.
@@ -66,6 +70,19 @@ cpu_ns() {
 	echo "$total"
 }
 
+# sched PID: "user_ticks system_ticks switches" summed over the process's
+# threads (/proc/PID/task/*/stat and status).
+sched() {
+	local t u=0 s=0 cs=0 a b
+	for t in /proc/"$1"/task/*; do
+		read -r a b < <(awk '{ sub(/^.*\) /, ""); print $12, $13 }' "$t/stat")
+		u=$((u + a)); s=$((s + b))
+		a=$(awk '/ctxt_switches/ { n += $2 } END { print n + 0 }' "$t/status")
+		cs=$((cs + a))
+	done
+	echo "$u $s $cs"
+}
+
 # server_stats PORT: "curr_items N evictions N reclaimed N" from "stats".
 server_stats() {
 	local line out=
@@ -96,19 +113,24 @@ run() {
 		exit 1
 	fi
 	cpu0=$(cpu_ns "$pid")
+	read -r u0 s0 cs0 < <(sched "$pid")
 	out=$(nice "$load" --port "$port" --threads "$CLIENTS" --keys "$KEYS" \
 		--zipf "$ZIPF" --value-size "$VALUE_SIZE" --warmup "$WARMUP" \
 		--requests "$REQUESTS" --max-seconds "$MAX_SECONDS" --seed "$run_no" \
 		--ttl-fraction "$TTL_FRACTION" --ttl "$TTL") ||
 		{ echo "bench_cached: load on $name failed: $out"; exit 1; }
 	cpu1=$(cpu_ns "$pid")
-	cpu=$(echo "$out" | awk -v ns=$((cpu1 - cpu0)) '{
+	read -r u1 s1 cs1 < <(sched "$pid")
+	cpu=$(echo "$out" | awk -v ns=$((cpu1 - cpu0)) -v u=$((u1 - u0)) \
+		-v s=$((s1 - s0)) -v cs=$((cs1 - cs0)) '{
 		for (i = 1; i < NF; i++) {
 			if ($i == "all_requests") n = $(i + 1)
 			if ($i == "load_cpu_s") l = $(i + 1)
 		}
 		if (n > 0)
-			printf " srv_cpu_us_req %.3f load_cpu_us_req %.3f", ns / 1e3 / n, l * 1e6 / n }')
+			printf " srv_cpu_us_req %.3f load_cpu_us_req %.3f", ns / 1e3 / n, l * 1e6 / n
+		if (n > 0 && u + s > 0)
+			printf " srv_sys_pct %.1f srv_switches_req %.3f", 100 * s / (u + s), cs / n }')
 	stats=$(server_stats "$port")
 	# VmHWM: the peak resident set over the server's whole life.
 	rss=$(awk '/VmHWM/ { print $2 }' "/proc/$pid/status")
@@ -141,7 +163,7 @@ function median(a, n,   i, j, t) {
 {
 	s = $1; k = ++n[s]
 	for (i = 2; i < NF; i++)
-		if ($i ~ /^(ops\/s|hit_ratio|peak_rss_kib|curr_items|reclaimed|evictions|srv_cpu_us_req|load_cpu_us_req)$/)
+		if ($i ~ /^(ops\/s|hit_ratio|peak_rss_kib|curr_items|reclaimed|evictions|srv_cpu_us_req|load_cpu_us_req|srv_sys_pct|srv_switches_req)$/)
 			v[s, $i, k] = $(i + 1)
 }
 function med(s, f,   i, a) {
@@ -151,22 +173,25 @@ function med(s, f,   i, a) {
 END {
 	split("memcached admit-cached admit-cached-lru", names, " ")
 	printf "\nmedians of %d runs (memory limit %d MiB)\n", n["memcached"], mem_mb
-	printf "%-18s %10s %9s %13s %10s %10s %10s %14s %15s\n", "server", "ops/s",
+	printf "%-18s %10s %9s %13s %10s %10s %10s %14s %15s %6s %9s\n", "server", "ops/s",
 		"hit ratio", "peak RSS MiB", "curr_items", "evictions", "reclaimed",
-		"server CPU us", "client CPU us"
+		"server CPU us", "client CPU us", "sys %", "switches"
 	for (k = 1; k <= 3; k++) {
 		s = names[k]
 		if (!n[s])
 			continue
 		mo[s] = med(s, "ops/s"); mh[s] = med(s, "hit_ratio")
 		mc[s] = med(s, "srv_cpu_us_req")
-		printf "%-18s %10.0f %9.4f %13.1f %10.0f %10.0f %10.0f %14.2f %15.2f\n", s, mo[s], mh[s],
+		printf "%-18s %10.0f %9.4f %13.1f %10.0f %10.0f %10.0f %14.2f %15.2f %6.1f %9.3f\n", s, mo[s], mh[s],
 			med(s, "peak_rss_kib") / 1024, med(s, "curr_items"),
 			med(s, "evictions"), med(s, "reclaimed"), mc[s],
-			med(s, "load_cpu_us_req")
+			med(s, "load_cpu_us_req"), med(s, "srv_sys_pct"),
+			med(s, "srv_switches_req")
 	}
 	printf "(CPU us: CPU time per request, gets and sets, warm-up included, of the\n"
-	printf " server'"'"'s threads and of the load client; the clients share the cores)\n"
+	printf " server'"'"'s threads and of the load client; the clients share the cores;\n"
+	printf " sys %%: the kernel'"'"'s share of the server'"'"'s CPU; switches: its threads'"'"'\n"
+	printf " context switches a request, asleep or preempted)\n"
 	printf "\nadmit-cached / memcached: ops/s x%.2f (target >= 1.2), hit ratio %+.4f (target > 0)\n",
 		mo["admit-cached"] / mo["memcached"], mh["admit-cached"] - mh["memcached"]
 	printf "  ops/s per round:"

@@ -79,7 +79,7 @@ out_reserve(struct conn *c, size_t n, bool force)
 }
 
 void
-out_bytes(struct conn *c, const void *p, size_t n)
+out_bytes_grow(struct conn *c, const void *p, size_t n)
 {
 	if (!out_reserve(c, n, true)) {
 		c->closing = true;  /* cannot answer: drop the client */
@@ -87,12 +87,6 @@ out_bytes(struct conn *c, const void *p, size_t n)
 	}
 	memcpy(c->out + c->out_len, p, n);
 	c->out_len += n;
-}
-
-void
-out_str(struct conn *c, const char *s)
-{
-	out_bytes(c, s, strlen(s));
 }
 
 void

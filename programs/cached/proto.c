@@ -311,6 +311,68 @@ parse_tokens(struct cached_req *req, struct cached_tok *t, size_t n)
 	}
 }
 
+/*
+ * A number of 1 to 9 plain digits from *p up to a space (or end when
+ * last): below 2^31, so every width memcached keeps it in holds it as the
+ * general parser reads it.  Moves *p past it and its space.
+ */
+static bool
+short_num(const char **p, const char *end, bool last, uint64_t *v)
+{
+	const char *s = *p, *lim = end - s > 9 ? s + 9 : end;
+
+	*v = 0;
+	while (s < lim && *s >= '0' && *s <= '9')
+		*v = *v * 10 + (uint64_t)(*s++ - '0');
+	if (s == *p || (last ? s != end : s == end || *s != ' '))
+		return false;
+	*p = s + !last;
+	return true;
+}
+
+/*
+ * The lines a read-through cache sends: "get <key>" and "set <key> <flags>
+ * <exptime> <bytes>", one space between words and none after them, plain
+ * numbers; *req as cached_parse_line gives it.  False for any other line
+ * (req then undefined), which the general parser reads.
+ */
+static bool
+parse_common(const char *line, size_t len, struct cached_req *req)
+{
+	const char *end = line + len, *p = line + 4, *sp;
+	uint64_t flags, exptime;
+
+	if (len < 5 || line[3] != ' ' || *p == ' ')
+		return false;
+	if (!memcmp(line, "get", 3)) {
+		if (len - 4 > CACHED_KEY_MAX || memchr(p, ' ', len - 4))
+			return false;
+		memset(req, 0, sizeof(*req));
+		req->cmd = CACHED_GET;
+		req->key = p;
+		req->klen = len - 4;
+		req->rest = end;
+		return true;
+	}
+	if (memcmp(line, "set", 3) ||
+	    !(sp = memchr(p, ' ', (size_t)(end - p))) ||
+	    (size_t)(sp - p) > CACHED_KEY_MAX)
+		return false;
+	memset(req, 0, sizeof(*req));
+	req->key = p;
+	req->klen = (size_t)(sp - p);
+	p = sp + 1;
+	if (!short_num(&p, end, false, &flags) ||
+	    !short_num(&p, end, false, &exptime) ||
+	    !short_num(&p, end, true, &req->bytes))
+		return false;
+	req->cmd = CACHED_SET;
+	req->flags = (uint32_t)flags;
+	req->exptime = (int64_t)exptime;
+	req->has_data = true;
+	return true;
+}
+
 enum cached_parse
 cached_parse_line(const char *line, size_t len, struct cached_req *req)
 {
@@ -318,6 +380,8 @@ cached_parse_line(const char *line, size_t len, struct cached_req *req)
 	const char *end = line + len;
 	size_t n, i;
 
+	if (parse_common(line, len, req))
+		return CACHED_PARSE_OK;
 	memset(req, 0, sizeof(*req));
 	/* The command word, and the rest of the line as one token: a get's
 	 * keys are read once, by take_keys. */

@@ -50,6 +50,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "meta.h"
@@ -193,8 +194,27 @@ pending_out(const struct conn *c)
 /* conn.c: buffers, charged to the --conn-memory pool past the allowance. */
 bool budget(struct conn *c, size_t in_cap, size_t out_cap, bool force);
 bool out_reserve(struct conn *c, size_t n, bool force);
-void out_bytes(struct conn *c, const void *p, size_t n);
-void out_str(struct conn *c, const char *s);
+void out_bytes_grow(struct conn *c, const void *p, size_t n);
+
+/* Appends n bytes to the output (forced: a reply must not fail; if the
+ * buffer cannot grow, the connection closes).  Inline: most replies are a
+ * few bytes into room already there, and a literal's strlen folds. */
+static inline void
+out_bytes(struct conn *c, const void *p, size_t n)
+{
+	if (c->out_cap - c->out_len < n) {
+		out_bytes_grow(c, p, n);
+		return;
+	}
+	memcpy(c->out + c->out_len, p, n);
+	c->out_len += n;
+}
+
+static inline void
+out_str(struct conn *c, const char *s)
+{
+	out_bytes(c, s, strlen(s));
+}
 void out_fmt(struct conn *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 bool in_reserve(struct conn *c, size_t need);
