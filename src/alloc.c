@@ -94,30 +94,24 @@ admit_calloc(size_t n, size_t size)
 #endif
 }
 
-#ifdef USE_JEMALLOC
-/* jemalloc's size classes of the sizes up to FOOTPRINT_SMALL, by size in
- * 8-byte steps, asked of nallocx once each (about 90 instructions a call,
- * and every set makes two: its entry's charge and its victim's).  Every
- * class is a multiple of 8, so the sizes of a step share a class; a step
- * whose two ends do not (an allocator built otherwise) is never kept.  0:
- * not yet asked, or not kept. */
-#define FOOTPRINT_SMALL 4096u
-static _Atomic uint32_t footprint_small[FOOTPRINT_SMALL / 8 + 1];
+_Atomic uint32_t admit_footprint_steps[ADMIT_FOOTPRINT_STEPS];
 
+#ifdef USE_JEMALLOC
+/* jemalloc's size class of size (at most 4 KiB), kept in its step of
+ * admit_footprint_steps when the step's two ends share it: every class is
+ * a multiple of 8, so they do unless the allocator was built otherwise
+ * (then nothing is kept and nallocx is asked each time: about 90
+ * instructions). */
 static size_t
 footprint_of_step(size_t size)
 {
 	size_t i = (size + 7) / 8, lo = i * 8 - 7, hi = i * 8, chunk;
-	/* relaxed: a pure function's cached value; whoever reads 0 asks
-	 * jemalloc and stores the same value. */
-	uint32_t c = atomic_load_explicit(&footprint_small[i], memory_order_relaxed);
 
-	if (c)
-		return c;
 	chunk = nallocx(hi, 0);
 	if (chunk && chunk == nallocx(lo, 0) && chunk <= UINT32_MAX)
-		/* relaxed: as above. */
-		atomic_store_explicit(&footprint_small[i], (uint32_t)chunk,
+		/* relaxed: a pure function's cached value; whoever reads 0
+		 * asks jemalloc and stores the same value. */
+		atomic_store_explicit(&admit_footprint_steps[i], (uint32_t)chunk,
 		                      memory_order_relaxed);
 	else
 		chunk = nallocx(size, 0);
@@ -126,7 +120,7 @@ footprint_of_step(size_t size)
 #endif
 
 size_t
-admit_alloc_footprint(size_t size)
+admit_alloc_footprint_slow(size_t size)
 {
 	size_t chunk;
 
@@ -135,7 +129,7 @@ admit_alloc_footprint(size_t size)
 	if (size > SIZE_MAX / 2)
 		return size;
 #ifdef USE_JEMALLOC
-	if (size <= FOOTPRINT_SMALL)
+	if ((size + 7) / 8 < ADMIT_FOOTPRINT_STEPS)
 		return footprint_of_step(size);
 	chunk = nallocx(size, 0);
 	return chunk ? chunk : size;   /* 0: beyond jemalloc's largest class */

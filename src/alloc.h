@@ -5,7 +5,9 @@
 #ifndef ADMIT_ALLOC_H
 #define ADMIT_ALLOC_H
 
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <admit/allocator.h>
 
@@ -23,7 +25,30 @@ void  admit_free(void *p);
  * be glibc's: size plus an 8-byte header, in 16-byte steps, at least 32).
  * A pure function of size for the life of the process; size itself for a
  * size no allocator can serve. */
-size_t admit_alloc_footprint(size_t size);
+size_t admit_alloc_footprint_slow(size_t size);
+
+/* The classes admit_alloc_footprint_slow() has found of the sizes up to
+ * 4 KiB, by 8-byte step ((size + 7) / 8); 0: not found yet.  Inline, as a
+ * set asks for several (its entry's charge, its victim's) and a call to
+ * the slow path costs more than the lookup. */
+#define ADMIT_FOOTPRINT_STEPS (4096u / 8 + 1)
+extern _Atomic uint32_t admit_footprint_steps[ADMIT_FOOTPRINT_STEPS];
+
+static inline size_t
+admit_alloc_footprint(size_t size)
+{
+	size_t i = (size + 7) / 8;
+
+	if (i < ADMIT_FOOTPRINT_STEPS) {
+		/* relaxed: a pure function's cached value (alloc.c). */
+		uint32_t c = atomic_load_explicit(&admit_footprint_steps[i],
+		                                  memory_order_relaxed);
+
+		if (c)
+			return c;
+	}
+	return admit_alloc_footprint_slow(size);
+}
 
 /*
  * A zeroed, cache-line aligned table.  Tables of 2 MiB or more are aligned to
