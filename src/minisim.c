@@ -19,12 +19,6 @@
 
 #include <math.h>
 #include <string.h>
-#ifndef ADMIT_MINISIM_TRACE
-#define ADMIT_MINISIM_TRACE 0
-#endif
-#if ADMIT_MINISIM_TRACE
-#include <stdio.h>
-#endif
 
 #include "alloc.h"
 #include "minisim.h"
@@ -39,10 +33,10 @@
  * plain LRU are exact (every hit moves its entry: no quiet hits), as
  * ADMIT_LRU_WTINYLFU and plain LRU are: they are the shadows the guard
  * holds the real cache to, and the real cache runs them exactly as
- * simulated.  Of two that score alike a shadow wins, else the earlier
- * (decide(), tie_order): plain LRU before the segmented LRU, which ties
- * with it where only recency pays (a zigzag) and then holds the keys hit
- * once more in its protected segment, not the most recent.
+ * simulated.  Of two that score alike the earlier wins (decide()): plain
+ * LRU before the segmented LRU, which ties with it where only recency
+ * pays (a zigzag) and then holds the keys hit once more in its protected
+ * segment, not the most recent.
  */
 const struct admit_policy_config admit_minisim_configs[ADMIT_MINISIM_N] = {
 	{ 0, 80, true, false, 0, false }, { 1, 80, true, false, 0, true },
@@ -52,18 +46,6 @@ const struct admit_policy_config admit_minisim_configs[ADMIT_MINISIM_N] = {
 	{ 1, 80, true, true, 0, false },
 	{ 0, 0, false, false, ADMIT_POLICY_LIRS, false },
 };
-
-/* The order in which decide() breaks ties: the shadows (the 1 % window,
- * then LRU) first, then the list's.  A shadow the real cache runs is the
- * very cache its promise names (guard()), and a configuration that only
- * ties it offers no measured gain for the promise it puts at risk: on a
- * zigzag at 500 the 50 % window ties LRU through the pass after the
- * turn, where both hit the keys just read, and misses the next one. */
-static const unsigned tie_order[ADMIT_MINISIM_N] = {
-	ADMIT_MINISIM_WTINYLFU, ADMIT_MINISIM_LRU, 0, 2, 3, 4, 5, 7, 8, 9,
-};
-_Static_assert(ADMIT_MINISIM_WTINYLFU == 1 && ADMIT_MINISIM_LRU == 6 &&
-               ADMIT_MINISIM_N == 10, "tie_order lists every configuration once");
 
 #define NIL UINT32_MAX
 
@@ -106,7 +88,6 @@ struct admit_minisim {
 	uint64_t gets, period;          /* this period's gets, its length */
 	double reqs;                    /* decayed gets */
 	unsigned current;
-	bool reused;                    /* a mini cache has hit */
 	uint64_t switches, undone;
 	uint64_t periods;
 	/* The real cache against the current configuration's mini cache,
@@ -128,9 +109,6 @@ struct admit_minisim {
 	 * random groups guard_se() estimates the sampling error from). */
 	struct { double diff[2], n; } group[ADMIT_MINISIM_GROUPS];
 	uint64_t guarded;
-#if ADMIT_MINISIM_TRACE
-	double real_hits, shadow_hits[2];
-#endif
 	admit_minisim_admit_fn admit;
 	void *admit_ctx;
 	size_t bytes;
@@ -315,24 +293,6 @@ paired_add(struct paired *p, bool real_hit, bool mini_hit)
 	p->n += 1;
 }
 
-/* A build with ADMIT_MINISIM_TRACE set (make cache-sim-variant
- * VARIANT_CPPFLAGS=-DADMIT_MINISIM_TRACE=1 VARIANT_OUT=FILE) prints to
- * stderr, at every period's end and every move, the sampled gets whose
- * real outcome is known so far, the configuration and the one moved to,
- * and the real cache's and the two shadows' hits on those gets: where a
- * shortfall to a shadow is made, and by which move. */
-#if ADMIT_MINISIM_TRACE
-static void
-trace(const struct admit_minisim *m, const char *what, unsigned to)
-{
-	fprintf(stderr, "minisim %s n=%.0f cur=%u to=%u real=%.0f lru=%.0f "
-	        "wtinylfu=%.0f\n", what, m->guard_n, m->current, to,
-	        m->real_hits, m->shadow_hits[1], m->shadow_hits[0]);
-}
-#else
-#define trace(m, what, to) ((void)0)
-#endif
-
 /* Moves to configuration k: the evidence relative to the old one starts
  * over. */
 static void
@@ -351,8 +311,8 @@ switch_to(struct admit_minisim *m, unsigned k)
  * same gets, so their difference is a paired one: win - loss over the
  * discordant gets, whose standard error under "no difference" is
  * sqrt(win + loss) (McNemar's test); the switch needs win - loss >
- * ADMIT_MINISIM_Z x that.  Of configurations that tie, the first in
- * tie_order is the best.
+ * ADMIT_MINISIM_Z x that.  On a tie the earlier configuration in
+ * admit_minisim_configs is the best.
  */
 static void
 decide(struct admit_minisim *m)
@@ -363,8 +323,7 @@ decide(struct admit_minisim *m)
 
 	if (m->checking)
 		return;
-	for (unsigned o = 0; o < ADMIT_MINISIM_N; o++) {
-		unsigned i = tie_order[o];
+	for (unsigned i = 0; i < ADMIT_MINISIM_N; i++) {
 		struct mini *mc = &m->mini[i];
 
 		if (mc->banned_until > m->periods)
@@ -392,7 +351,6 @@ decide(struct admit_minisim *m)
 		m->v0 = m->had.disc / (m->had.n * m->had.n);
 		m->after = m->after_cur = (struct paired){ 0 };
 	}
-	trace(m, "decide", best);
 	switch_to(m, best);
 }
 
@@ -427,7 +385,6 @@ end_check(struct admit_minisim *m)
 	if (m->d0 - d1 > ADMIT_MINISIM_Z * sqrt(m->v0 + v1) &&
 	    fmin(m->d0, 0) - c1 > ADMIT_MINISIM_Z * sqrt(m->v0 + w1)) {
 		m->mini[bad].banned_until = m->periods + ADMIT_MINISIM_BAN;
-		trace(m, "undo", m->prev);
 		switch_to(m, m->prev);
 		m->undone++;
 	}
@@ -506,11 +463,6 @@ guard(struct admit_minisim *m, uint64_t h, const bool *hit, bool real)
 
 	m->guard_n += 1;
 	m->group[g].n += 1;
-#if ADMIT_MINISIM_TRACE
-	m->real_hits += real;
-	m->shadow_hits[0] += hit[shadows[0]];
-	m->shadow_hits[1] += hit[shadows[1]];
-#endif
 	for (unsigned j = 0; j < 2; j++) {
 		double d = (double)hit[shadows[j]] - (double)real;
 
@@ -552,7 +504,6 @@ guard(struct admit_minisim *m, uint64_t h, const bool *hit, bool real)
 	m->mini[m->current].banned_until = m->periods + ADMIT_MINISIM_BAN;
 	m->checking = false;
 	m->guarded++;
-	trace(m, "guard", shadows[to]);
 	switch_to(m, shadows[to]);
 }
 
@@ -574,7 +525,6 @@ end_period(struct admit_minisim *m)
 	m->had.n *= ADMIT_MINISIM_DECAY;
 	m->gets = 0;
 	m->periods++;
-	trace(m, "period", m->current);
 }
 
 /* Stores h, absent from mini cache i, through its policy. */
@@ -617,16 +567,6 @@ get(struct admit_minisim *m, uint64_t h, int real)
 			admit_policy_hit(&m->mini[i].pol, &x->node);
 		} else {
 			insert(m, i, h, m->fill_weight);
-		}
-	}
-	/* The first reuse (minisim.h, ADMIT_MINISIM_START). */
-	if (!m->reused) {
-		for (unsigned i = 0; i < ADMIT_MINISIM_N; i++)
-			m->reused |= hit[i];
-		if (m->reused && m->current == ADMIT_MINISIM_START &&
-		    ADMIT_MINISIM_REUSED != ADMIT_MINISIM_START) {
-			trace(m, "reused", ADMIT_MINISIM_REUSED);
-			switch_to(m, ADMIT_MINISIM_REUSED);
 		}
 	}
 	cur = hit[m->current];

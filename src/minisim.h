@@ -34,26 +34,12 @@
 #define ADMIT_MINISIM_WTINYLFU 1
 /* Index of LIRS among them. */
 #define ADMIT_MINISIM_LIRS 9
-/* Index of the configuration a cache starts with: plain LRU, until a mini
- * cache first hits (the first reuse of a sampled key).  Until then every
- * get is a first access, every configuration misses alike and nothing
- * tells them apart, yet what the cache holds at the first reuse decides
- * its hits there: LRU holds the most recent keys (a zigzag's turn reads
- * them first), LIRS and W-TinyLFU the first ones, kept against newcomers.
- * Running LRU holds the real cache to its LRU shadow exactly up to the
- * first reuse, and costs the loops little: LIRS then takes LRU's keys as
- * its LIR blocks, and on a loop any fixed set of keys hits as well as
- * another (doc/hit-ratio.md, "Where it starts"). */
+/* Index of the configuration a cache starts with: LIRS, whose state (which
+ * keys are LIR) takes a pass of the workload to build, where W-TinyLFU's
+ * (the sketch's counts) is kept whatever the policy runs, so a move to
+ * W-TinyLFU costs little and one to LIRS a lot (doc/hit-ratio.md). */
 #ifndef ADMIT_MINISIM_START
-#define ADMIT_MINISIM_START ADMIT_MINISIM_LRU
-#endif
-/* Index of the configuration taken at the first reuse: LIRS, whose state
- * (which keys are LIR) takes a pass of the workload to build, where
- * W-TinyLFU's (the sketch's counts) is kept whatever the policy runs, so
- * a move to W-TinyLFU costs little and one to LIRS a lot
- * (doc/hit-ratio.md). */
-#ifndef ADMIT_MINISIM_REUSED
-#define ADMIT_MINISIM_REUSED ADMIT_MINISIM_LIRS
+#define ADMIT_MINISIM_START ADMIT_MINISIM_LIRS
 #endif
 
 extern const struct admit_policy_config admit_minisim_configs[ADMIT_MINISIM_N];
