@@ -19,6 +19,12 @@
 
 #include <math.h>
 #include <string.h>
+#ifndef ADMIT_MINISIM_TRACE
+#define ADMIT_MINISIM_TRACE 0
+#endif
+#if ADMIT_MINISIM_TRACE
+#include <stdio.h>
+#endif
 
 #include "alloc.h"
 #include "minisim.h"
@@ -109,6 +115,9 @@ struct admit_minisim {
 	 * random groups guard_se() estimates the sampling error from). */
 	struct { double diff[2], n; } group[ADMIT_MINISIM_GROUPS];
 	uint64_t guarded;
+#if ADMIT_MINISIM_TRACE
+	double real_hits, shadow_hits[2];
+#endif
 	admit_minisim_admit_fn admit;
 	void *admit_ctx;
 	size_t bytes;
@@ -293,6 +302,24 @@ paired_add(struct paired *p, bool real_hit, bool mini_hit)
 	p->n += 1;
 }
 
+/* A build with ADMIT_MINISIM_TRACE set (make cache-sim-variant
+ * VARIANT_CPPFLAGS=-DADMIT_MINISIM_TRACE=1 VARIANT_OUT=FILE) prints to
+ * stderr, at every period's end and every move, the sampled gets whose
+ * real outcome is known so far, the configuration and the one moved to,
+ * and the real cache's and the two shadows' hits on those gets: where a
+ * shortfall to a shadow is made, and by which move. */
+#if ADMIT_MINISIM_TRACE
+static void
+trace(const struct admit_minisim *m, const char *what, unsigned to)
+{
+	fprintf(stderr, "minisim %s n=%.0f cur=%u to=%u real=%.0f lru=%.0f "
+	        "wtinylfu=%.0f\n", what, m->guard_n, m->current, to,
+	        m->real_hits, m->shadow_hits[1], m->shadow_hits[0]);
+}
+#else
+#define trace(m, what, to) ((void)0)
+#endif
+
 /* Moves to configuration k: the evidence relative to the old one starts
  * over. */
 static void
@@ -351,6 +378,7 @@ decide(struct admit_minisim *m)
 		m->v0 = m->had.disc / (m->had.n * m->had.n);
 		m->after = m->after_cur = (struct paired){ 0 };
 	}
+	trace(m, "decide", best);
 	switch_to(m, best);
 }
 
@@ -385,6 +413,7 @@ end_check(struct admit_minisim *m)
 	if (m->d0 - d1 > ADMIT_MINISIM_Z * sqrt(m->v0 + v1) &&
 	    fmin(m->d0, 0) - c1 > ADMIT_MINISIM_Z * sqrt(m->v0 + w1)) {
 		m->mini[bad].banned_until = m->periods + ADMIT_MINISIM_BAN;
+		trace(m, "undo", m->prev);
 		switch_to(m, m->prev);
 		m->undone++;
 	}
@@ -463,6 +492,11 @@ guard(struct admit_minisim *m, uint64_t h, const bool *hit, bool real)
 
 	m->guard_n += 1;
 	m->group[g].n += 1;
+#if ADMIT_MINISIM_TRACE
+	m->real_hits += real;
+	m->shadow_hits[0] += hit[shadows[0]];
+	m->shadow_hits[1] += hit[shadows[1]];
+#endif
 	for (unsigned j = 0; j < 2; j++) {
 		double d = (double)hit[shadows[j]] - (double)real;
 
@@ -504,6 +538,7 @@ guard(struct admit_minisim *m, uint64_t h, const bool *hit, bool real)
 	m->mini[m->current].banned_until = m->periods + ADMIT_MINISIM_BAN;
 	m->checking = false;
 	m->guarded++;
+	trace(m, "guard", shadows[to]);
 	switch_to(m, shadows[to]);
 }
 
@@ -525,6 +560,7 @@ end_period(struct admit_minisim *m)
 	m->had.n *= ADMIT_MINISIM_DECAY;
 	m->gets = 0;
 	m->periods++;
+	trace(m, "period", m->current);
 }
 
 /* Stores h, absent from mini cache i, through its policy. */
