@@ -43,6 +43,7 @@
  * each round's prefetches are a few hundred instructions ahead of their
  * reads. */
 #define DEFER_MAX 16
+_Static_assert(DEFER_MAX <= 32, "place_deferred_w's pending mask holds them");
 /* A search's queue: its two roots, then the children of queued bucket x
  * at 2 + 4x + lane, so that every path of two hops and the first 64 of
  * three fit; a round queues the children of two buckets. */
@@ -79,8 +80,8 @@ bucket_store_w(struct admit_cuckoo *f, uint32_t i, uint64_t v, unsigned w)
  * One hop under the stripes of from and to (two buckets): fingerprint fp,
  * in lane s of from, to the first free lane of to (written first, as
  * move_one() does), then put (0: nothing) into lane s.  False, changing
- * nothing, if lane s no longer holds fp or to has no free lane: the
- * search's view went stale (or, from == to, was never a hop).  A
+ * nothing, if lane s does not hold fp or to has no free lane (the table
+ * differs from what the search read), or if from == to (not a hop).  A
  * membership filter never halves (only a counting filter raises
  * f->halving), so move_one()'s check for a halve is not needed here.
  */
@@ -252,6 +253,14 @@ place_deferred16(struct admit_cuckoo *f, struct defer_key d[], size_t nd,
 	return place_deferred_w(f, d, nd, out, 16);
 }
 
+static inline __attribute__((always_inline)) enum admit_status
+place_deferred(struct admit_cuckoo *f, struct defer_key d[], size_t nd,
+               enum admit_status out[], unsigned w)
+{
+	return w == 8 ? place_deferred8(f, d, nd, out)
+	              : place_deferred16(f, d, nd, out);
+}
+
 /* Inserts of an array of 8-byte keys (w as locate_u64_w()): each group's
  * buckets prefetched for writing before its first insert, the next group's
  * while this one's are made; with w 8 or 16, keys whose buckets are full
@@ -290,16 +299,12 @@ insert_u64_w(struct admit_cuckoo *f, size_t n, const uint64_t keys[],
 			d[nd].p = p[j];
 			d[nd].at = base + j;
 			if (++nd == DEFER_MAX) {
-				if ((w == 8 ? place_deferred8(f, d, nd, out)
-				            : place_deferred16(f, d, nd, out))
-				    != ADMIT_OK)
+				if (place_deferred(f, d, nd, out, w) != ADMIT_OK)
 					st = ADMIT_FULL;
 				nd = 0;
 			}
 		}
-		if (!kn && nd && (w == 8 ? place_deferred8(f, d, nd, out)
-		                         : place_deferred16(f, d, nd, out))
-		    != ADMIT_OK)
+		if (!kn && nd && place_deferred(f, d, nd, out, w) != ADMIT_OK)
 			st = ADMIT_FULL;
 		if (!kn)
 			return st;

@@ -147,13 +147,11 @@ maintain_locked(struct shard *s, struct admit_readbuf_ring *ring)
 {
 	struct admit_lru *c = s->c;
 
-	if (ring) {
+	if (ring)
 		admit_readbuf_drain_ring(ring, apply_events, s);
-		if (admit_reclaim_collect_locked(&s->rec) >= WAITING_BATCHES) {
-			drain_locked(s);
-			admit_reclaim_collect_locked(&s->rec);
-		}
-	} else {
+	else
+		drain_locked(s);
+	if (admit_reclaim_collect_locked(&s->rec) >= WAITING_BATCHES && ring) {
 		drain_locked(s);
 		admit_reclaim_collect_locked(&s->rec);
 	}
