@@ -34,12 +34,34 @@
 #define ADMIT_MINISIM_WTINYLFU 1
 /* Index of LIRS among them. */
 #define ADMIT_MINISIM_LIRS 9
-/* Index of the configuration a cache starts with: LIRS, whose state (which
- * keys are LIR) takes a pass of the workload to build, where W-TinyLFU's
- * (the sketch's counts) is kept whatever the policy runs, so a move to
- * W-TinyLFU costs little and one to LIRS a lot (doc/hit-ratio.md). */
+/* Index of the configuration a cache starts with: plain LRU, until a mini
+ * cache first hits (the first reuse of a sampled key) or a sampled key is
+ * set that no get asked for (LRU's mini cache does not hold it: a miss
+ * is filled there at once).  Until the first reuse every get is a first
+ * access, every configuration misses alike and nothing tells them apart,
+ * yet what the cache holds then decides its hits there: LRU holds the
+ * most recent keys (a zigzag's turn reads them first), LIRS and W-TinyLFU
+ * the first ones, kept against newcomers.  When the keys came by the
+ * gets' misses, their order is the reads' own, and running LRU holds the
+ * real cache to its LRU shadow up to the first reuse; on a loop LIRS then
+ * takes LRU's keys as its LIR blocks, and any fixed set of keys hits as
+ * well as another.  A write no read asked for (a load, a restart from a
+ * file) says nothing of the reads to come, and plain LRU would let the
+ * writer's order decide what a shard keeps when it overflows (on a fill
+ * of the hottest keys first, LRU evicts them); so the cache leaves LRU at
+ * once, as it does at the first reuse, and keeps the first keys written
+ * against newcomers, as its W-TinyLFU shadow does (doc/hit-ratio.md,
+ * "Where it starts"). */
 #ifndef ADMIT_MINISIM_START
-#define ADMIT_MINISIM_START ADMIT_MINISIM_LIRS
+#define ADMIT_MINISIM_START ADMIT_MINISIM_LRU
+#endif
+/* Index of the configuration taken when the start ends: LIRS, whose state
+ * (which keys are LIR) takes a pass of the workload to build, where
+ * W-TinyLFU's (the sketch's counts) is kept whatever the policy runs, so
+ * a move to W-TinyLFU costs little and one to LIRS a lot
+ * (doc/hit-ratio.md). */
+#ifndef ADMIT_MINISIM_REUSED
+#define ADMIT_MINISIM_REUSED ADMIT_MINISIM_LIRS
 #endif
 
 extern const struct admit_policy_config admit_minisim_configs[ADMIT_MINISIM_N];
@@ -94,8 +116,10 @@ unsigned admit_minisim_get_real(struct admit_minisim *m, uint64_t h,
                                 bool real_hit);
 
 /* A set of a sampled key of weight w: stored in each mini cache (a new key
- * through its policy's admission, a present one counts as a hit). */
-void admit_minisim_set(struct admit_minisim *m, uint64_t h, uint64_t w);
+ * through its policy's admission; a present one stored again only if its
+ * weight changed).  Ends the start when no get asked for the key
+ * (ADMIT_MINISIM_START); returns the configuration index to use now. */
+unsigned admit_minisim_set(struct admit_minisim *m, uint64_t h, uint64_t w);
 
 /* The chosen configuration's index. */
 unsigned admit_minisim_current(const struct admit_minisim *m);

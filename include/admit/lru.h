@@ -20,7 +20,10 @@
  *                       windows of 0, 1, 5, 20, 50, 80 % with admission,
  *                       20 % without, plain LRU, 1 % with TinyLFU steady
  *                       (no aging, no admission by chance), and LIRS.  It
- *                       starts in LIRS and moves to the best when it beats
+ *                       runs plain LRU until a key comes back or a key
+ *                       is set that no get missed (a load), then LIRS,
+ *                       and moves to the best (a tie to W-TinyLFU 1 % or
+ *                       LRU, the guard's two) when it beats
  *                       the current one by 0.5 point (2 across families)
  *                       and by twice its sampling error, and undoes a move
  *                       after which its own hits fell.  A guard

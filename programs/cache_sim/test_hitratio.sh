@@ -310,16 +310,11 @@ done >>"$tmp/rules"
 	for s in 1000 2500 5000; do
 		echo "builtin-scan-hot $s opt ge lru"
 	done
-	# adaptive: never below lru - 0.5 nor wtinylfu - 0.5, but for the
-	# known shortfalls on zigzag (doc/hit-ratio.md, "Shortfalls").
+	# adaptive: never below lru - 0.5 nor wtinylfu - 0.5.
 	for w in zigzag:250 zigzag:500 scan-repeat:250 scan-repeat:500 \
 		scan-hot:1000 scan-hot:2500 scan-hot:5000; do
 		t=builtin-${w%:*} s=${w#*:}
-		case $w in
-		zigzag:250) echo "$t $s adaptive short lru-0.5 22.01" ;;
-		zigzag:500) echo "$t $s adaptive short lru-0.5 45.00" ;;
-		*) echo "$t $s adaptive ge lru-0.5" ;;
-		esac
+		echo "$t $s adaptive ge lru-0.5"
 		echo "$t $s adaptive ge wtinylfu-0.5"
 	done
 	[ -n "$pyth" ] &&
@@ -382,12 +377,6 @@ multi3.trace.gz 500 wtinylfu 41.70
 gli.trace.gz 1000 wtinylfu 49.19
 web12.trace.xz 5000 best 79.83
 scan-hot-s1 1000 wtinylfu 49.20
-zigzag-near-s1 800 lru 75.64
-zigzag-near-s2 800 lru 75.64
-zigzag-near-s3 800 lru 75.66
-zigzag-s1 250 lru 22.01
-zigzag-s1 500 best 45.02
-zigzag-s1 500 lru 45.02
 short-large-s1 50000 best 27.56
 short-large-s1 131072 lru 35.20
 short-large-s2 50000 best 27.31

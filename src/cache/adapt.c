@@ -58,26 +58,27 @@ sim_admit(void *ctx, bool steady, uint64_t cand, uint64_t victim)
 static void
 sample(struct sim *s, uint64_t h, uint64_t w, bool recorded, int hit)
 {
+	unsigned k;
+
 	if (pthread_mutex_trylock(&s->mu) != 0)
 		return;
 	if (recorded) {
 		admit_freqsketch_record(s->sketch[0], h);
 		admit_freqsketch_record(s->sketch[1], h);
 	}
-	if (w) {
-		admit_minisim_set(s->m, h, w);
-	} else {
-		unsigned k = hit < 0 ? admit_minisim_get(s->m, h)
-		             : admit_minisim_get_real(s->m, h, hit);
-
-		/* Stored only when it changes: every shard's maintenance reads
-		 * it, and a store each sample would bounce its line between
-		 * the cores.  relaxed: see sim_admit(). */
-		if (k != atomic_load_explicit(&s->config, memory_order_relaxed)) {
-			atomic_store_explicit(&s->config, k, memory_order_relaxed);
-			admit_freqsketch_set_steady(s->a.sketch,
-			                            admit_minisim_configs[k].steady);
-		}
+	/* A set may end the start (minisim.h): stored before the shard's
+	 * maintenance that follows on_set applies it, so a fill by sets runs
+	 * what the simulation chose from its first set. */
+	k = w ? admit_minisim_set(s->m, h, w)
+	    : hit < 0 ? admit_minisim_get(s->m, h)
+	    : admit_minisim_get_real(s->m, h, hit);
+	/* Stored only when it changes: every shard's maintenance reads it,
+	 * and a store each sample would bounce its line between the cores.
+	 * relaxed: see sim_admit(). */
+	if (k != atomic_load_explicit(&s->config, memory_order_relaxed)) {
+		atomic_store_explicit(&s->config, k, memory_order_relaxed);
+		admit_freqsketch_set_steady(s->a.sketch,
+		                            admit_minisim_configs[k].steady);
 	}
 	pthread_mutex_unlock(&s->mu);
 }
