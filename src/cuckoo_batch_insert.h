@@ -92,7 +92,8 @@ hop_w(struct admit_cuckoo *f, uint32_t from, unsigned s, uint32_t fp,
 	uint64_t lane = ((1ull << w) - 1) << (s * w), bf, bt, z;
 	bool ok;
 
-	cuckoo_lock_two(f, from, to);
+	/* The search has just read both words: no prefetch first. */
+	cuckoo_lock_stripes(f, from, to);
 	/* Under both stripes no other writer changes these words. */
 	bf = bucket_load_w(f, from, w);
 	bt = bucket_load_w(f, to, w);
@@ -108,7 +109,7 @@ hop_w(struct admit_cuckoo *f, uint32_t from, unsigned s, uint32_t fp,
 			stat_add_locked(&stats_of(f, from)->items, -1);
 		stat_add_locked(&stats_of(f, from)->kicks, 1);
 	}
-	cuckoo_unlock_two(f, from, to);
+	cuckoo_unlock_stripes(f, from, to);
 	return ok;
 }
 
