@@ -41,36 +41,18 @@
 void
 cuckoo_lock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b)
 {
-	uint32_t sa = a & f->stripe_mask, sb = b & f->stripe_mask;
-
 	/* Start both buckets' misses before the stripe CAS: a locked
 	 * instruction waits for every earlier load, a prefetch does not hold
 	 * it back. */
 	__builtin_prefetch(cuckoo_bucket_addr(f, a), 1);
 	__builtin_prefetch(cuckoo_bucket_addr(f, b), 1);
-	if (sa > sb) {
-		uint32_t t = sa;
-		sa = sb;
-		sb = t;
-	}
-	stripe_lock(&f->seq[sa]);
-	if (sb != sa)
-		stripe_lock(&f->seq[sb]);
+	cuckoo_lock_stripes(f, a, b);
 }
 
 void
 cuckoo_unlock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b)
 {
-	uint32_t sa = a & f->stripe_mask, sb = b & f->stripe_mask;
-
-	/* relaxed: our own odd values; we must hold both. */
-	debug_check(atomic_load_explicit(&f->seq[sa],
-	                                 memory_order_relaxed) & 1);
-	debug_check(atomic_load_explicit(&f->seq[sb],
-	                                 memory_order_relaxed) & 1);
-	if (sb != sa)
-		stripe_unlock(&f->seq[sb]);
-	stripe_unlock(&f->seq[sa]);
+	cuckoo_unlock_stripes(f, a, b);
 }
 
 /* admit/cuckoo_inline.h reads the view at the start of the filter. */

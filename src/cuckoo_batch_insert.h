@@ -49,9 +49,16 @@ _Static_assert(DEFER_MAX <= 32, "place_deferred_w's pending mask holds them");
  * three fit; a round queues the children of two buckets. */
 #define DEFER_QUEUE (2 + 8 + 32 + 64)
 #define DEFER_ROUND 2
+/* The buckets whose children fit in the queue: the only ones whose words
+ * a search reads again (to expand them, and for a hop out of them). */
+#define DEFER_PARENTS ((DEFER_QUEUE - 2) / 4)
+_Static_assert(2 + 4 * DEFER_PARENTS == DEFER_QUEUE,
+               "every queued bucket has its parent among DEFER_PARENTS");
 
 /* A set-aside key and its breadth-first search: q[0, 2 + 4 head) queued,
- * the first `checked` of them read (their words in word[]).  Queued
+ * the first `checked` of them read (the words of those below
+ * DEFER_PARENTS in word[]: about 11 KB of stack for DEFER_MAX keys where
+ * every word would take 21).  Queued
  * bucket x > 1 is where lane (x - 2) % 4 of bucket (x - 2) / 4 moves to.
  * A child that is its parent's own bucket (the fingerprint's two buckets
  * coincide, for about one bucket in m) needs no test here: its parent is
@@ -63,7 +70,7 @@ struct defer_key {
 	size_t at;                /* the key's index in the call */
 	unsigned head, checked;
 	uint32_t q[DEFER_QUEUE];
-	uint64_t word[DEFER_QUEUE];
+	uint64_t word[DEFER_PARENTS];
 };
 
 /* Bucket i's word := v, width w (a constant).  release: as bucket_store(). */
@@ -92,7 +99,8 @@ hop_w(struct admit_cuckoo *f, uint32_t from, unsigned s, uint32_t fp,
 	uint64_t lane = ((1ull << w) - 1) << (s * w), bf, bt, z;
 	bool ok;
 
-	cuckoo_lock_two(f, from, to);
+	/* The search has just read both words: no prefetch first. */
+	cuckoo_lock_stripes(f, from, to);
 	/* Under both stripes no other writer changes these words. */
 	bf = bucket_load_w(f, from, w);
 	bt = bucket_load_w(f, to, w);
@@ -108,7 +116,7 @@ hop_w(struct admit_cuckoo *f, uint32_t from, unsigned s, uint32_t fp,
 			stat_add_locked(&stats_of(f, from)->items, -1);
 		stat_add_locked(&stats_of(f, from)->kicks, 1);
 	}
-	cuckoo_unlock_two(f, from, to);
+	cuckoo_unlock_stripes(f, from, to);
 	return ok;
 }
 
@@ -196,8 +204,11 @@ defer_check_w(struct admit_cuckoo *f, struct defer_key *d,
 	unsigned end = 2 + 4 * d->head;
 
 	for (unsigned x = d->checked; x < end; x++) {
-		d->word[x] = bucket_load_w(f, d->q[x], w);
-		if (!lanes_zero_w(f, d->word[x], w))
+		uint64_t b = bucket_load_w(f, d->q[x], w);
+
+		if (x < DEFER_PARENTS)
+			d->word[x] = b;
+		if (!lanes_zero_w(f, b, w))
 			continue;
 		out[d->at] = defer_run_w(f, d, x, w) ? ADMIT_OK
 		                                      : defer_fallback(f, d, true);

@@ -25,7 +25,9 @@
 #include <admit/cuckoo_inline.h>
 
 #include "cuckoo_semisort.h"
+#include "debug.h"
 #include "hash.h"
+#include "stripe.h"
 
 #include "alloc.h" /* ADMIT_CACHELINE */
 #define CUCKOO_SLOTS 4
@@ -415,9 +417,42 @@ enum admit_status cuckoo_snapshot_decode(const unsigned char *buf, size_t len,
                                          struct admit_cuckoo **out);
 
 /* Take the stripes of two buckets: always the lower index first (the global
- * lock order), and a shared stripe only once. */
+ * lock order), and a shared stripe only once.  cuckoo_lock_two() also
+ * starts both buckets' misses first; cuckoo_lock_stripes() is the locking
+ * alone, inline, for a caller that has just read both buckets. */
 void cuckoo_lock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b);
 void cuckoo_unlock_two(struct admit_cuckoo *f, uint32_t a, uint32_t b);
+
+static inline __attribute__((always_inline)) void
+cuckoo_lock_stripes(struct admit_cuckoo *f, uint32_t a, uint32_t b)
+{
+	uint32_t sa = a & f->stripe_mask, sb = b & f->stripe_mask;
+
+	if (sa > sb) {
+		uint32_t t = sa;
+
+		sa = sb;
+		sb = t;
+	}
+	stripe_lock(&f->seq[sa]);
+	if (sb != sa)
+		stripe_lock(&f->seq[sb]);
+}
+
+static inline __attribute__((always_inline)) void
+cuckoo_unlock_stripes(struct admit_cuckoo *f, uint32_t a, uint32_t b)
+{
+	uint32_t sa = a & f->stripe_mask, sb = b & f->stripe_mask;
+
+	/* relaxed: our own odd values; we must hold both. */
+	debug_check(atomic_load_explicit(&f->seq[sa],
+	                                 memory_order_relaxed) & 1);
+	debug_check(atomic_load_explicit(&f->seq[sb],
+	                                 memory_order_relaxed) & 1);
+	if (sb != sa)
+		stripe_unlock(&f->seq[sb]);
+	stripe_unlock(&f->seq[sa]);
+}
 
 /*
  * Debug walks for tests and stress harnesses (never exported: they live in

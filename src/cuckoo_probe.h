@@ -396,30 +396,44 @@ locate_u64_w(const struct admit_cuckoo *f, size_t k, const uint64_t keys[],
 	}
 }
 
-/* contains_many_w() for an array of 8-byte keys: the next group located
- * and prefetched while this one is probed, each key by lookup_w(). */
+/*
+ * contains_many_w() for an array of 8-byte keys, in one pass: as each key
+ * is probed, the key CUCKOO_U64_AHEAD places on is located and its buckets
+ * prefetched, so that the prefetches stay that far ahead evenly instead of
+ * coming a group at a time, and each probe's instructions run while the
+ * misses of the 32 keys after it are in flight.  Positions live in three
+ * groups of CUCKOO_BATCH, used in turn.  Each key's probe is lookup_w().
+ */
+#define CUCKOO_U64_AHEAD (2 * CUCKOO_BATCH)
+
 static inline __attribute__((always_inline)) void
 contains_u64_w(const struct admit_cuckoo *f, size_t n, const uint64_t keys[],
                bool out[], unsigned w, bool tab, bool pow2)
 {
-	struct cuckoo_pos pos[2][CUCKOO_BATCH];
-	struct cuckoo_pos *p = pos[0], *q = pos[1], *t;
-	size_t k = n < CUCKOO_BATCH ? n : CUCKOO_BATCH;
+	struct cuckoo_pos pos[3][CUCKOO_BATCH];
+	size_t a = n < CUCKOO_U64_AHEAD ? n : CUCKOO_U64_AHEAD;
 
-	locate_u64_w(f, k, keys, p, w, tab, pow2, false);
-	for (size_t base = 0;; base += CUCKOO_BATCH) {
-		size_t next = base + CUCKOO_BATCH, kn = 0;
+	locate_u64_w(f, a < CUCKOO_BATCH ? a : CUCKOO_BATCH, keys, pos[0], w,
+	             tab, pow2, false);
+	if (a > CUCKOO_BATCH)
+		locate_u64_w(f, a - CUCKOO_BATCH, keys + CUCKOO_BATCH, pos[1], w,
+		             tab, pow2, false);
+	for (size_t base = 0, g = 0; base < n; base += CUCKOO_BATCH) {
+		size_t k = n - base < CUCKOO_BATCH ? n - base : CUCKOO_BATCH;
+		size_t next = base + CUCKOO_U64_AHEAD, j = 0, kn = 0;
+		/* Group g is probed while group g + 2 (mod 3) is located. */
+		struct cuckoo_pos *p = pos[g], *q = pos[g ? g - 1 : 2];
 
-		if (next < n) {
+		if (next < n) /* then k is CUCKOO_BATCH, and kn <= k */
 			kn = n - next < CUCKOO_BATCH ? n - next : CUCKOO_BATCH;
-			locate_u64_w(f, kn, keys + next, q, w, tab, pow2, false);
-		}
-		for (size_t j = 0; j < k; j++)
+		for (; j < kn; j++) {
+			locate_u64_w(f, 1, keys + next + j, &q[j], w, tab, pow2,
+			             false);
 			out[base + j] = lookup_w(f, &p[j], w);
-		if (!kn)
-			return;
-		k = kn;
-		t = p, p = q, q = t;
+		}
+		for (; j < k; j++)
+			out[base + j] = lookup_w(f, &p[j], w);
+		g = g == 2 ? 0 : g + 1;
 	}
 }
 

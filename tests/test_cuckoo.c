@@ -663,12 +663,14 @@ START_TEST(test_insert_many)
 END_TEST
 
 /* The 8-byte-key batches answer and change the filter as the same single
- * calls do: for every count around the groups of 16 (a partial last
- * group, two groups in flight), present and absent keys, every mode; and
- * refuse bad input without touching anything. */
+ * calls do: for every count around the groups of 16 and the 32 keys a
+ * lookup locates ahead (a partial last group, one to three groups in
+ * flight), present and absent keys, every mode; and refuse bad input
+ * without touching anything. */
 START_TEST(test_u64_batches)
 {
-	static const size_t counts[] = { 0, 1, 15, 16, 17, 31, 32, 33, 48, 1000 };
+	static const size_t counts[] = { 0, 1, 15, 16, 17, 31, 32, 33, 47, 48, 49,
+	                                  64, 65, 1000 };
 	const size_t n = 1000;
 	unsigned bits = modes[_i].bits;
 	bool counting = modes[_i].counting;
@@ -682,7 +684,9 @@ START_TEST(test_u64_batches)
 	for (size_t i = 0; i < 2 * n; i++)
 		ids[i] = test_key(i % 1500); /* keys 0..1499, then 0..499 */
 	/* Inserts: f by batch, g by single calls, same seed: same tables. */
-	for (size_t c = 0, done = 0; c < sizeof(counts) / sizeof(counts[0]) &&
+	size_t done = 0;
+
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]) &&
 	     done + counts[c] <= n; done += counts[c], c++) {
 		size_t k = counts[c];
 
@@ -697,7 +701,7 @@ START_TEST(test_u64_batches)
 		}
 	}
 	{
-		size_t done = 193, k = n - done; /* the counts' sum so far */
+		size_t k = n - done; /* the rest, in one call */
 
 		ck_assert_int_eq(admit_cuckoo_insert_many_u64(f, k, ids + done,
 		                                              st), ADMIT_OK);

@@ -257,10 +257,9 @@ void admit_cuckoo_contains_many(const struct admit_cuckoo *f, size_t n,
  * 8 bytes of keys[i] as they lie in memory (so the answers match the
  * single calls' on any machine that wrote the keys).
  *
- * Keys are hashed and their buckets prefetched a group at a time, the next
- * group's while this one is probed, so the cache misses of many keys
- * overlap; each key is then probed and validated as by
- * admit_cuckoo_contains().  The fastest way to ask about many integer ids
+ * Each key is hashed and its buckets prefetched 32 keys before it is
+ * probed, so the cache misses of many keys overlap; each key is then
+ * probed and validated as by admit_cuckoo_contains().  The fastest way to ask about many integer ids
  * or 64-bit hashes.
  *
  * Bad input: a NULL f, keys or out makes it return without writing.
@@ -282,6 +281,7 @@ void admit_cuckoo_contains_many_u64(const struct admit_cuckoo *f, size_t n,
  * overlap.  So the keys go in in an order of the call's choosing; every
  * one is in (out[i] ADMIT_OK) before the call returns, and when the filter
  * fills up during a call which keys get ADMIT_FULL depends on that order.
+ * The set-aside keys' searches live on the call's stack: about 11 KB.
  *
  * Returns ADMIT_OK when every key went in, otherwise ADMIT_FULL; out[]
  * says which.
