@@ -9,7 +9,9 @@
 #     short-large, web), each with the trace seeds 1, 2, 3 at its own
 #     sizes, named WORKLOAD-sSEED (cache_sim --workload WORKLOAD --seed
 #     SEED replays it), and the built-in zigzag and scan-hot (seed 1:
-#     zigzag draws nothing from it).
+#     zigzag draws nothing from it);
+#   - zipf-scans, the demo's workload (Zipf 0.9 with one-off scans), with
+#     the seeds 1, 2, 3 at its sizes 1000, 10000, 100000.
 # Usage: peers_extra.sh [CACHE_SIM] >peers_extra.csv.  Needs ../shared for
 # the SPEC traces (skips them, saying so on stderr, without).  About two
 # minutes on one core; the result is kept in the tree
@@ -33,7 +35,7 @@ for t in gzip.keys.gz:1000,10000,50000,131072 mcf.keys.gz:1000,50000,131072,5000
 	"$sim" --csv --sizes "${t#*:}" --policies $peers "$traces/${t%:*}" |
 		awk -F, -v OFS=, -v t="${t%:*}" "$rename" || exit 1
 done
-for w in zigzag-near recency short-large web zigzag scan-hot; do
+for w in zigzag-near recency short-large web zigzag scan-hot zipf-scans; do
 	seeds="1 2 3"
 	case $w in zigzag | scan-hot) seeds=1 ;; esac
 	for seed in $seeds; do

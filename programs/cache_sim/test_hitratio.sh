@@ -390,6 +390,9 @@ web-s2 10000 best 28.46
 web-s2 10000 wtinylfu 28.46
 web-s3 10000 best 28.41
 web-s3 10000 wtinylfu 28.41
+zipf-scans-s1 10000 wtinylfu 36.45
+zipf-scans-s2 10000 wtinylfu 36.61
+zipf-scans-s3 10000 wtinylfu 36.54
 EOF
 if [ -f "$peers" ]; then
 	grep -E ',(lru|adaptive|wtinylfu),' "$tmp/all.csv" >"$tmp/peer_rows.csv"
