@@ -371,12 +371,8 @@ goals=$?
 # workloads and SPEC traces; doc/hit-ratio.md, "Shortfalls").
 cat >"$tmp/floors" <<'EOF'
 orm-night.trace.xz 1000 best 66.80
-multi1.trace.gz 750 wtinylfu 60.96
 multi3.trace.gz 250 wtinylfu 32.61
-multi3.trace.gz 500 wtinylfu 41.70
 gli.trace.gz 1000 wtinylfu 49.19
-web12.trace.xz 5000 best 79.83
-scan-hot-s1 1000 wtinylfu 49.20
 short-large-s1 50000 best 27.56
 short-large-s1 131072 lru 35.20
 short-large-s2 50000 best 27.31
