@@ -258,7 +258,9 @@ void admit_cuckoo_contains_many(const struct admit_cuckoo *f, size_t n,
  * single calls' on any machine that wrote the keys).
  *
  * Each key is hashed and its buckets prefetched 32 keys before it is
- * probed, so the cache misses of many keys overlap; each key is then
+ * probed (on a table of a power-of-two bucket count, 16 keys a group
+ * while the group before is probed), so the cache misses of many keys
+ * overlap; each key is then
  * probed and validated as by admit_cuckoo_contains().  The fastest way to ask about many integer ids
  * or 64-bit hashes.
  *
