@@ -38,12 +38,15 @@ enum admit_policy_seg {
 };
 
 /* Links of a circular list through a sentinel; next goes towards MRU.
- * stamp fills the padding after seg: the node stays 24 bytes.  seg and
- * stamp are atomics because a reader that holds no lock tests them
- * (admit_policy_quiet); only the policy's owner writes them. */
+ * owner and stamp fill the word after seg: the node stays 24 bytes.  seg
+ * and stamp are atomics because a reader that holds no lock tests them
+ * (admit_policy_quiet); only the policy's owner writes them.  The policy
+ * never reads or writes owner: the node's container keeps its own bytes
+ * there (the cache's entry: its key's length, entry.h). */
 struct admit_policy_node {
 	struct admit_policy_node *prev, *next;
 	_Atomic uint8_t seg;            /* enum admit_policy_seg */
+	unsigned char owner[3];
 	_Atomic uint32_t stamp;         /* the policy's clock at the last
 	                                 * access that moved the node: its
 	                                 * place in LIRS's stack S */

@@ -28,7 +28,7 @@ timed_entry(size_t klen, size_t vlen)
 	struct entry *e = calloc(1, admit_expiry_entry_size(klen, vlen, true));
 
 	ck_assert_ptr_nonnull(e);
-	e->klen = klen;
+	admit_entry_set_meta(e, (uint32_t)klen);
 	e->vlen = vlen;
 	return e;
 }
@@ -49,13 +49,14 @@ START_TEST(test_layout_and_expired)
 	struct entry *e = timed_entry(3, 5);
 
 	ck_assert_uint_ge(admit_expiry_entry_size(3, 5, true),
-	                  sizeof(*e) + 8 + sizeof(struct admit_expiry_timer));
-	ck_assert_uint_eq(admit_expiry_entry_size(3, 5, false), sizeof(*e) + 8);
+	                  ADMIT_ENTRY_HEADER + 8 + sizeof(struct admit_expiry_timer));
+	ck_assert_uint_eq(admit_expiry_entry_size(3, 5, false), ADMIT_ENTRY_HEADER + 8);
 	ck_assert((char *)admit_expiry_timer_of(e) >= (char *)e->data + 8);
 	ck_assert_uint_eq(admit_expiry_when(e), 0);
 	now_ns = 1000 * MS;
 	ck_assert(admit_expiry_add_locked(&x, &k, e, 2000 * MS));
-	ck_assert(e->timed);
+	ck_assert(admit_entry_timed(e));
+	ck_assert_uint_eq(admit_entry_klen(e), 3);
 	ck_assert_uint_eq(admit_expiry_when(e), 2000 * MS);
 	now_ns = 2000 * MS - 1;
 	ck_assert(!admit_expiry_expired(&k, e));

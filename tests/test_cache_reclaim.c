@@ -25,7 +25,7 @@ entry(void)
 
 	ck_assert_ptr_nonnull(e);
 	memset(e, 0, sizeof(*e));
-	e->klen = 8;
+	admit_entry_set_meta(e, 8);
 	return e;
 }
 

@@ -335,7 +335,7 @@ START_TEST(test_entry_charge)
 
 	for (size_t v = 0; v < sizeof(val); v += 7) {
 		size_t k = v % 40 + 1, ch = admit_lru_entry_charge(k, v);
-		void *p = admit_malloc(sizeof(struct entry) + k + v);
+		void *p = admit_malloc(ADMIT_ENTRY_HEADER + k + v);
 
 		ck_assert_uint_eq(ch, admit_entry_charge(k, v));
 		ck_assert_uint_ge(ch, (usable_size(p) + ADMIT_ENTRY_INDEX_SHARE) * 8 / 7);

@@ -493,8 +493,10 @@ uint64_t admit_lru_hash(const struct admit_lru *c, const void *key,
  * thread-safety, one hash fewer.  h must be that hash.  Any other value
  * does not harm the cache (its state stays consistent) but files or looks
  * the key up under the wrong hash: a get may miss a key that is there, and
- * a set may store a second copy that only calls with the same wrong h find
- * (it still counts against the capacity until evicted).
+ * a set may store a second copy, which calls with the same wrong h find,
+ * and calls with the right one too where both hashes name one bucket (it
+ * still counts against the capacity until evicted; its eviction walks its
+ * shard's whole index).
  */
 enum admit_status admit_lru_get_hashed(struct admit_lru *c, uint64_t h,
                                        const void *key, size_t klen,

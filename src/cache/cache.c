@@ -121,8 +121,8 @@ admit_lru_new(const struct admit_lru_config *cfg, struct admit_lru **out)
 			goto out;
 		st = ADMIT_NOMEM;
 	}
-	c->hash_seed = c->sketch ? c->seed ^ ADMIT_GOLDEN64 : c->seed;
-	c->hash_prepared = admit_hash8_prepare(c->hash_seed);
+	c->kh.seed = c->sketch ? c->seed ^ ADMIT_GOLDEN64 : c->seed;
+	c->kh.prepared = admit_hash8_prepare(c->kh.seed);
 	if (c->policy == ADMIT_LRU_ADAPTIVE) {
 		struct admit_adapt_params p = {
 			.max_weight = c->by_bytes ? cfg->capacity_bytes
@@ -215,7 +215,7 @@ read_path(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	 * where it is and the hit is neither moved nor recorded, only
 	 * counted; a miss is only counted too (its TinyLFU record is the
 	 * set's that follows it). */
-	watched = e && e->caller_records;
+	watched = e && admit_entry_caller_records(e);
 	quiet = e && admit_policy_quiet(&s->pol, &e->node);
 	if (!e)
 		shard_note_miss(s);
@@ -374,7 +374,7 @@ set_entry(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	if (!admit_adapt_caller_records(c->adapt, h))
 		shard_record_locked(s, h, NULL);
 	old = shard_find_live_locked(s, h, key, klen, &p);
-	kept = shard_store_locked(s, e, old, p, false);
+	kept = shard_store_locked(s, h, e, old, p, false);
 	shard_unlock_deliver(s);
 	return kept ? ADMIT_OK : ADMIT_REJECTED;
 }
@@ -590,8 +590,8 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 		shard_record_locked(s, h, old);
 	if (stored) {
 		/* Replacing old also moves it, as a hit does. */
-		st = shard_store_locked(s, u.e, old, p, force) ? ADMIT_OK
-		                                               : ADMIT_REJECTED;
+		st = shard_store_locked(s, h, u.e, old, p, force) ? ADMIT_OK
+		                                                  : ADMIT_REJECTED;
 		u.e = NULL;
 	} else if (v == ADMIT_LRU_REMOVE) {
 		if (old) {

@@ -16,6 +16,7 @@
 #include <admit/lru.h>
 
 #include "alloc.h"
+#include "hash.h"
 #include "policy.h"
 
 struct entry {
@@ -23,7 +24,9 @@ struct entry {
 	 * dead entry is chained into its shard's limbo through limbo
 	 * (reclaim.h); before that, one the listener has still to see is
 	 * chained through node.next and keeps its cause in node.seg
-	 * (listener.h). */
+	 * (listener.h).  node.owner holds the key's length and two flags
+	 * (admit_entry_klen): set before the entry is published, never
+	 * changed after, so readers read them with no lock. */
 	union {
 		struct admit_policy_node node;
 		struct entry *limbo;
@@ -31,30 +34,70 @@ struct entry {
 	_Atomic uintptr_t hnext;        /* hash chain: the next entry's
 	                                 * address (index.h); readers
 	                                 * follow it */
-	uint64_t hash;
 	uint32_t vlen;                  /* <= ADMIT_LRU_MAX_VALUE_LEN */
-	/* Set before the entry is published, never changed after: readers
-	 * read these bits with no lock. */
-	uint32_t klen : 22;             /* <= ADMIT_LRU_MAX_KEY_LEN */
-	uint32_t timed : 1;             /* expires: a timer follows the data
-	                                 * (expiry.h) */
-	uint32_t caller_records : 1;    /* admit_adapt_caller_records() of
-	                                 * hash */
 	/* Unlinked; under the shard mutex.  A byte of its own, apart from
-	 * the bits above, so that setting it writes nothing a reader reads. */
+	 * the bytes above, so that setting it writes nothing a reader reads. */
 	bool dead;
-	unsigned char data[];           /* key bytes, then value bytes */
+	/* Key bytes, then value bytes, right after the header's last byte:
+	 * the key's hash is not stored (admit_entry_hash computes it again
+	 * where it is needed and the caller's is not at hand), so the header
+	 * is 37 bytes on a 64-bit host. */
+	unsigned char data[];
 };
 
-/* The header is within what each entry is charged for its overhead: on a
- * 64-bit host three words of the node, the chain, the hash and a word of
- * lengths and flags. */
-_Static_assert(sizeof(struct entry) <= ADMIT_LRU_ENTRY_OVERHEAD,
+/* The bytes an entry's header takes before its data. */
+#define ADMIT_ENTRY_HEADER offsetof(struct entry, data)
+
+/* The header is within what each entry is charged for its overhead. */
+_Static_assert(ADMIT_ENTRY_HEADER <= ADMIT_LRU_ENTRY_OVERHEAD,
                "an entry's header fits ADMIT_LRU_ENTRY_OVERHEAD");
-_Static_assert(sizeof(void *) != 8 || sizeof(struct entry) == 48,
-               "an entry's header is 48 bytes on a 64-bit host");
+_Static_assert(sizeof(void *) != 8 || ADMIT_ENTRY_HEADER == 37,
+               "an entry's header is 37 bytes on a 64-bit host");
 _Static_assert(ADMIT_LRU_MAX_KEY_LEN == (1u << 22) - 1,
                "klen holds every key length the cache accepts");
+
+/* node.owner's 24 bits: the key's length (22 bits) and two flags. */
+#define ADMIT_ENTRY_TIMED (UINT32_C(1) << 22)          /* expires: a timer
+                                                        * follows the data
+                                                        * (expiry.h) */
+#define ADMIT_ENTRY_CALLER_RECORDS (UINT32_C(1) << 23) /* admit_adapt_caller_
+                                                        * records() of the
+                                                        * key's hash */
+
+static inline uint32_t
+admit_entry_meta(const struct entry *e)
+{
+	const unsigned char *o = e->node.owner;
+
+	return (uint32_t)o[0] | (uint32_t)o[1] << 8 | (uint32_t)o[2] << 16;
+}
+
+/* Sets the key's length and flags: before the entry is published. */
+static inline void
+admit_entry_set_meta(struct entry *e, uint32_t meta)
+{
+	e->node.owner[0] = (unsigned char)meta;
+	e->node.owner[1] = (unsigned char)(meta >> 8);
+	e->node.owner[2] = (unsigned char)(meta >> 16);
+}
+
+static inline size_t
+admit_entry_klen(const struct entry *e)
+{
+	return admit_entry_meta(e) & ADMIT_LRU_MAX_KEY_LEN;
+}
+
+static inline bool
+admit_entry_timed(const struct entry *e)
+{
+	return admit_entry_meta(e) & ADMIT_ENTRY_TIMED;
+}
+
+static inline bool
+admit_entry_caller_records(const struct entry *e)
+{
+	return admit_entry_meta(e) & ADMIT_ENTRY_CALLER_RECORDS;
+}
 
 /* Whether an entry of a klen-byte key and a vlen-byte value has lengths
  * the header holds (and sums that cannot wrap: both are far below
@@ -92,10 +135,32 @@ admit_entry_lengths_ok(size_t klen, size_t vlen)
 static inline size_t
 admit_entry_charge(size_t klen, size_t vlen)
 {
-	size_t cost = admit_alloc_footprint(sizeof(struct entry) + klen + vlen) +
+	size_t cost = admit_alloc_footprint(ADMIT_ENTRY_HEADER + klen + vlen) +
 	              ADMIT_ENTRY_INDEX_SHARE;
 
 	return cost + ADMIT_ENTRY_TABLES_SHARE(cost);
+}
+
+/* How a cache hashes its keys: one seed, and admit_hash8_prepare's of it
+ * for 8-byte keys (the commonest: integer ids and 64-bit hashes). */
+struct admit_keyhash {
+	uint64_t seed;
+	uint64_t prepared;
+};
+
+static inline uint64_t
+admit_keyhash(const struct admit_keyhash *k, const void *key, size_t klen)
+{
+	if (klen == sizeof(uint64_t))
+		return admit_hash8(key, k->prepared, k->seed);
+	return admit_hash(key, klen, k->seed);
+}
+
+/* The hash of e's key, which the entry does not store. */
+static inline uint64_t
+admit_entry_hash(const struct admit_keyhash *k, const struct entry *e)
+{
+	return admit_keyhash(k, e->data, admit_entry_klen(e));
 }
 
 static inline struct entry *
@@ -107,7 +172,7 @@ admit_entry_of(const struct admit_policy_node *n)
 static inline const unsigned char *
 admit_entry_value(const struct entry *e)
 {
-	return e->data + e->klen;
+	return e->data + admit_entry_klen(e);
 }
 
 #endif /* ADMIT_CACHE_ENTRY_H */

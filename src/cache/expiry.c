@@ -34,7 +34,7 @@ admit_expiry_add_locked(struct admit_expiry *x, const struct admit_clock *k,
 
 	if (!x->wheel && !(x->wheel = admit_wheel_new(admit_clock_now(k))))
 		return false;
-	e->timed = true;
+	admit_entry_set_meta(e, admit_entry_meta(e) | ADMIT_ENTRY_TIMED);
 	lt->e = e;
 	lt->t.prev = lt->t.next = NULL;
 	lt->t.when = when;

@@ -56,14 +56,14 @@ admit_expiry_entry_size(size_t klen, size_t vlen, bool timer)
 {
 	return timer ? admit_expiry_timer_offset(klen, vlen) +
 	               sizeof(struct admit_expiry_timer)
-	             : sizeof(struct entry) + klen + vlen;
+	             : ADMIT_ENTRY_HEADER + klen + vlen;
 }
 
 static inline struct admit_expiry_timer *
 admit_expiry_timer_of(const struct entry *e)
 {
 	return (struct admit_expiry_timer *)((char *)e +
-	                                     admit_expiry_timer_offset(e->klen,
+	                                     admit_expiry_timer_offset(admit_entry_klen(e),
 	                                                               e->vlen));
 }
 
@@ -71,7 +71,7 @@ admit_expiry_timer_of(const struct entry *e)
 static inline uint64_t
 admit_expiry_when(const struct entry *e)
 {
-	return e->timed ? admit_expiry_timer_of(e)->t.when : 0;
+	return admit_entry_timed(e) ? admit_expiry_timer_of(e)->t.when : 0;
 }
 
 /* Whether e's time has come.  Safe in a read-side section: timed and the
@@ -79,7 +79,7 @@ admit_expiry_when(const struct entry *e)
 static inline bool
 admit_expiry_expired(const struct admit_clock *k, const struct entry *e)
 {
-	return e->timed && admit_expiry_timer_of(e)->t.when <= admit_clock_now(k);
+	return admit_entry_timed(e) && admit_expiry_timer_of(e)->t.when <= admit_clock_now(k);
 }
 
 /* Makes the unpublished e (allocated with room for a timer) expire at when
@@ -91,7 +91,7 @@ bool admit_expiry_add_locked(struct admit_expiry *x, const struct admit_clock *k
 static inline void
 admit_expiry_remove_locked(struct entry *e)
 {
-	if (e->timed)
+	if (admit_entry_timed(e))
 		admit_wheel_remove(&admit_expiry_timer_of(e)->t);
 }
 

@@ -36,7 +36,8 @@ table_new(size_t nbuckets, _Atomic uint64_t *pending)
 
 enum admit_status
 admit_index_init(struct admit_index *ix, uint64_t entries,
-                 _Atomic uint64_t *pending)
+                 _Atomic uint64_t *pending, admit_index_hash_t hash,
+                 const void *ctx)
 {
 	struct admit_index_table *t;
 	size_t nbuckets;
@@ -49,6 +50,8 @@ admit_index_init(struct admit_index *ix, uint64_t entries,
 	atomic_init(&ix->table, t);
 	atomic_init(&ix->resizing, 0);
 	ix->pending = pending;
+	ix->hash = hash;
+	ix->hash_ctx = ctx;
 	return ADMIT_OK;
 }
 
@@ -73,12 +76,18 @@ word_locked(_Atomic uintptr_t *p)
 	return atomic_load_explicit(p, memory_order_relaxed);
 }
 
+static uint64_t
+hash_of(const struct admit_index *ix, const struct entry *e)
+{
+	return ix->hash(ix->hash_ctx, e);
+}
+
 void
 admit_index_insert_locked(struct admit_index *ix, _Atomic uintptr_t *where,
-                          struct entry *e)
+                          struct entry *e, uint64_t h)
 {
-	_Atomic uintptr_t *b = bucket_locked(ix, e->hash);
-	uintptr_t tag = admit_index_tag(e->hash);
+	_Atomic uintptr_t *b = bucket_locked(ix, h);
+	uintptr_t tag = admit_index_tag(h);
 
 	debug_check(admit_index_taggable(e));
 	atomic_init(&e->hnext, 0);
@@ -106,27 +115,46 @@ admit_index_replace_locked(_Atomic uintptr_t *where, struct entry *old,
 
 /* The tags of the chain from entry e on. */
 static uintptr_t
-chain_tags(struct entry *e)
+chain_tags(const struct admit_index *ix, struct entry *e)
 {
 	uintptr_t sum = 0;
 
 	for (; e; e = admit_index_entry(word_locked(&e->hnext)))
-		sum |= admit_index_tag(e->hash);
+		sum |= admit_index_tag(hash_of(ix, e));
 	return sum;
+}
+
+/* The chain word of bucket b's chain that holds e, or NULL. */
+static _Atomic uintptr_t *
+link_to(_Atomic uintptr_t *b, const struct entry *e)
+{
+	_Atomic uintptr_t *p = b;
+	struct entry *x;
+
+	while ((x = admit_index_entry(word_locked(p))) != e) {
+		if (!x)
+			return NULL;
+		p = &x->hnext;
+	}
+	return p;
 }
 
 void
 admit_index_remove_locked(struct admit_index *ix, struct entry *e)
 {
-	_Atomic uintptr_t *b = bucket_locked(ix, e->hash), *p;
+	struct admit_index_table *t = admit_index_table_locked(ix);
+	_Atomic uintptr_t *b = bucket_locked(ix, hash_of(ix, e)), *p;
 	uintptr_t w, sum;
 
-	admit_index_find_locked(ix, e->hash, e->data, e->klen, &p);
+	/* Filed under a wrong hash: in some other bucket. */
+	for (size_t i = 0; !(p = link_to(b, e)) && i < t->nbuckets; i++)
+		b = &t->bucket[i];
+	debug_check(p != NULL);
 	admit_rcu_publish(p, word_locked(&e->hnext) |
 	                     (word_locked(p) & ADMIT_INDEX_SUMMARY));
 	/* Then the summary without e's tag, unless another entry has it. */
 	w = word_locked(b);
-	sum = chain_tags(admit_index_entry(w));
+	sum = chain_tags(ix, admit_index_entry(w));
 	if ((w & ADMIT_INDEX_SUMMARY) != sum)
 		admit_rcu_publish(b, (uintptr_t)admit_index_entry(w) | sum);
 }
@@ -163,7 +191,10 @@ admit_index_grow_locked(struct admit_index *ix, uint64_t entries)
 		             *next;
 
 		for (; e; e = next) {
-			_Atomic uintptr_t *b = &t->bucket[e->hash & (n - 1)];
+			uint64_t h = hash_of(ix, e);
+			/* A misfiled entry keeps its bucket's number. */
+			size_t nb = (h & (old->nbuckets - 1)) == i ? h & (n - 1) : i;
+			_Atomic uintptr_t *b = &t->bucket[nb];
 			uintptr_t w = word_locked(b);
 
 			next = admit_index_entry(word_locked(&e->hnext));
@@ -171,7 +202,7 @@ admit_index_grow_locked(struct admit_index *ix, uint64_t entries)
 			/* relaxed: t is published below, with release. */
 			atomic_store_explicit(b, (uintptr_t)e |
 			                         (w & ADMIT_INDEX_SUMMARY) |
-			                         admit_index_tag(e->hash),
+			                         admit_index_tag(h),
 			                      memory_order_relaxed);
 		}
 	}
@@ -195,7 +226,7 @@ admit_index_check_locked(struct admit_index *ix)
 	for (size_t i = 0; i < t->nbuckets; i++) {
 		uintptr_t w = word_locked(&t->bucket[i]);
 
-		if ((w & ADMIT_INDEX_SUMMARY) != chain_tags(admit_index_entry(w)))
+		if ((w & ADMIT_INDEX_SUMMARY) != chain_tags(ix, admit_index_entry(w)))
 			return false;
 	}
 	return true;

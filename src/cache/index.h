@@ -23,7 +23,8 @@
  * in eight).  A summary holds the bit of every entry linked in its chain,
  * at every moment (an insert sets it before it links the entry, a remove
  * clears it after the unlink), and no other bit once a writer's call
- * returns (admit_index_check_locked).  Chain words below a bucket (the
+ * returns (admit_index_check_locked), h being the hash of the entry's key
+ * (the index's hash function) for every entry filed under it.  Chain words below a bucket (the
  * entries' hnext) carry no summary.  Entry addresses must leave bits 48-55
  * clear (admit_index_taggable(): user addresses on x86-64 and AArch64 are
  * below 2^48; AArch64's tag byte, bits 56-63, is kept).
@@ -61,17 +62,25 @@ struct admit_index_table {
 	_Atomic uintptr_t bucket[];
 };
 
+/* The hash of an entry's key, which the entry does not store: what its
+ * remove, a grow and a summary's upkeep file it under. */
+typedef uint64_t (*admit_index_hash_t)(const void *ctx, const struct entry *e);
+
 struct admit_index {
 	_Atomic(struct admit_index_table *) table;
 	_Atomic uint32_t resizing;      /* a stripe (stripe.h): odd while a
 	                                 * grow relinks chains */
 	_Atomic uint64_t *pending;      /* the owner's count of callbacks */
+	admit_index_hash_t hash;        /* constant */
+	const void *hash_ctx;
 };
 
 /* Sets ix up empty with room for about `entries` entries before chains
- * grow long (at least 64 buckets).  ADMIT_NOMEM when out of memory. */
+ * grow long (at least 64 buckets), its entries' keys hashed by hash(ctx,
+ * e).  ADMIT_NOMEM when out of memory. */
 enum admit_status admit_index_init(struct admit_index *ix, uint64_t entries,
-                                   _Atomic uint64_t *pending);
+                                   _Atomic uint64_t *pending,
+                                   admit_index_hash_t hash, const void *ctx);
 
 /* Frees the table (not the entries; no reader may still be in it). */
 void admit_index_destroy(struct admit_index *ix);
@@ -137,7 +146,7 @@ admit_index_find(struct admit_index_table *t, uint64_t h, const void *key,
 	/* An hnext word is an address alone. */
 	for (e = admit_index_entry(w); e;
 	     e = (struct entry *)admit_rcu_deref(p)) {
-		if (e->hash == h && e->klen == klen &&
+		if (admit_entry_klen(e) == klen &&
 		    admit_index_same_key(e->data, key, klen))
 			break;
 		p = &e->hnext;
@@ -187,22 +196,27 @@ admit_index_find_locked(struct admit_index *ix, uint64_t h, const void *key,
 }
 
 /* Links e (filled, unpublished, admit_index_taggable) at where, a chain's
- * final 0 found by admit_index_find_locked, and adds its tag to the
- * chain's summary. */
+ * final 0 found by admit_index_find_locked(ix, h, ...), and adds h's tag
+ * to the chain's summary. */
 void admit_index_insert_locked(struct admit_index *ix, _Atomic uintptr_t *where,
-                               struct entry *e);
+                               struct entry *e, uint64_t h);
 
 /* Puts e (filled, unpublished, admit_index_taggable, old's key) in old's
  * place, where holding old: readers that hold old still read old, whole. */
 void admit_index_replace_locked(_Atomic uintptr_t *where, struct entry *old,
                                 struct entry *e);
 
-/* Unlinks e; readers in a section may still hold it. */
+/* Unlinks e; readers in a section may still hold it.  An entry filed
+ * under a hash other than its key's (a caller's wrong one) is looked for
+ * in every bucket. */
 void admit_index_remove_locked(struct admit_index *ix, struct entry *e);
 
 /* Doubles the table when it holds more than `entries` > buckets (only a
  * cache bounded by bytes alone gets there).  Out of memory it keeps the old
- * table: longer chains, still correct. */
+ * table: longer chains, still correct.  An entry whose key's hash does not
+ * name the bucket it is in (filed under a wrong hash) stays in the bucket
+ * of the same number, where a lookup with the wrong hash may still find
+ * it. */
 void admit_index_grow_locked(struct admit_index *ix, uint64_t entries);
 
 /* Buckets in the current table (for tests). */

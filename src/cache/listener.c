@@ -19,7 +19,7 @@ shard_gone_locked(struct shard *s, struct entry *e, enum admit_lru_cause cause)
 	struct admit_gone *g = &s->gone;
 
 	g->count[cause]++;
-	g->bytes[cause] += admit_entry_charge(e->klen, e->vlen);
+	g->bytes[cause] += admit_entry_charge(admit_entry_klen(e), e->vlen);
 	if (!s->c->listener) {
 		admit_reclaim_retire_locked(&s->rec, e);
 		return;
@@ -51,11 +51,14 @@ next_gone(const struct entry *e)
 static void
 tell(const struct admit_lru *c, struct entry *e)
 {
-	for (; e; e = next_gone(e))
-		c->listener(e->klen ? e->data : NULL, e->klen,
+	for (; e; e = next_gone(e)) {
+		size_t klen = admit_entry_klen(e);
+
+		c->listener(klen ? e->data : NULL, klen,
 		            e->vlen ? admit_entry_value(e) : NULL, e->vlen,
 		            (enum admit_lru_cause)admit_policy_seg_of(&e->node),
 		            c->listener_arg);
+	}
 }
 
 void

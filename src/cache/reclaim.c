@@ -44,7 +44,7 @@ admit_reclaim_retire_locked(struct admit_reclaim *r, struct entry *e)
 	r->limbo = e;
 	r->nlimbo++;
 	r->held++;
-	r->limbo_bytes += admit_entry_charge(e->klen, e->vlen);
+	r->limbo_bytes += admit_entry_charge(admit_entry_klen(e), e->vlen);
 }
 
 /* The grace period has passed: no reader holds the batch's entries or is

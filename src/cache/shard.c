@@ -52,7 +52,7 @@ _Static_assert(_Alignof(struct entry) > EV_RECORD, "EV_RECORD is a free bit");
 static inline uint64_t
 weight_of(const struct admit_lru *c, const struct entry *e)
 {
-	return c->by_bytes ? admit_entry_charge(e->klen, e->vlen) : 1;
+	return c->by_bytes ? admit_entry_charge(admit_entry_klen(e), e->vlen) : 1;
 }
 
 static inline bool over_capacity(const struct shard *s) ADMIT_REQUIRES(s->mu);
@@ -70,7 +70,7 @@ over_capacity(const struct shard *s)
 static inline bool
 drain_records(const struct admit_lru *c, const struct entry *e)
 {
-	return e && c->sketch && !e->caller_records;
+	return e && c->sketch && !admit_entry_caller_records(e);
 }
 
 /* Applies n (at most ADMIT_READBUF_SLOTS) events in order: a first pass
@@ -97,7 +97,7 @@ apply_events(void *ctx, const uintptr_t *ev, size_t n)
 			__builtin_prefetch(e->node.next, 1);
 		}
 		if (drain_records(c, e))
-			h[nrec++] = e->hash;
+			h[nrec++] = admit_entry_hash(&c->kh, e);
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct entry *e = (struct entry *)ev[i];
@@ -239,7 +239,7 @@ unindex_locked(struct shard *s, struct entry *e, enum admit_lru_cause cause)
 {
 	admit_index_remove_locked(&s->ix, e);
 	s->entries--;
-	s->bytes -= admit_entry_charge(e->klen, e->vlen);
+	s->bytes -= admit_entry_charge(admit_entry_klen(e), e->vlen);
 	admit_expiry_remove_locked(e);
 	shard_gone_locked(s, e, cause);
 }
@@ -266,10 +266,10 @@ shard_find_live_locked(struct shard *s, uint64_t h, const void *key,
 }
 
 bool
-shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
-                   _Atomic uintptr_t *where, bool force)
+shard_store_locked(struct shard *s, uint64_t h, struct entry *e,
+                   struct entry *old, _Atomic uintptr_t *where, bool force)
 {
-	size_t charge = admit_entry_charge(e->klen, e->vlen);
+	size_t charge = admit_entry_charge(admit_entry_klen(e), e->vlen);
 	bool kept;
 
 	s->fresh = e;
@@ -278,14 +278,14 @@ shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
 		admit_index_replace_locked(where, old, e);
 		admit_policy_replace(&s->pol, &old->node, &e->node);
 		s->bytes += charge;
-		s->bytes -= admit_entry_charge(old->klen, old->vlen);
+		s->bytes -= admit_entry_charge(admit_entry_klen(old), old->vlen);
 		admit_expiry_remove_locked(old);
 		shard_gone_locked(s, old, ADMIT_LRU_REPLACED);
 		admit_policy_hit(&s->pol, &e->node);
 		/* A grown value may put the shard over capacity. */
 		admit_policy_evict(&s->pol);
 	} else {
-		admit_index_insert_locked(&s->ix, where, e);
+		admit_index_insert_locked(&s->ix, where, e, h);
 		s->entries++;
 		s->bytes += charge;
 		admit_policy_insert(&s->pol, &e->node);
@@ -327,12 +327,11 @@ shard_entry_new(const struct admit_lru *c, uint64_t h, const void *key,
 		return NULL;
 	}
 	admit_policy_node_init(&e->node);
-	e->hash = h;
-	e->klen = klen;
+	admit_entry_set_meta(e, (uint32_t)klen |
+	                        (admit_adapt_caller_records(c->adapt, h)
+	                         ? ADMIT_ENTRY_CALLER_RECORDS : 0));
 	e->vlen = vlen;
 	e->dead = false;
-	e->timed = false;
-	e->caller_records = admit_adapt_caller_records(c->adapt, h);
 	if (klen)
 		memcpy(e->data, key, klen);
 	return e;
@@ -355,8 +354,8 @@ op_over(void *ctx)
 	return over_capacity(ctx);
 }
 
-/* TinyLFU's contest, on the hashes the index already holds; a forced
- * store's own entry wins without one. */
+/* TinyLFU's contest, on the two keys' hashes; a forced store's own entry
+ * wins without one. */
 static bool
 op_admit(void *ctx, const struct admit_policy_node *cand,
          const struct admit_policy_node *victim)
@@ -365,8 +364,9 @@ op_admit(void *ctx, const struct admit_policy_node *cand,
 
 	if (s->forced && admit_entry_of(cand) == s->fresh)
 		return true;
-	return admit_freqsketch_admit(s->c->sketch, admit_entry_of(cand)->hash,
-	                              admit_entry_of(victim)->hash);
+	return admit_freqsketch_admit(s->c->sketch,
+	                              admit_entry_hash(&s->c->kh, admit_entry_of(cand)),
+	                              admit_entry_hash(&s->c->kh, admit_entry_of(victim)));
 }
 
 /* The policy dropped n for room: out of the index, freed after a grace
@@ -388,8 +388,18 @@ op_drop(void *ctx, struct admit_policy_node *n, bool rejected)
 static uint64_t
 op_hash(void *ctx, const struct admit_policy_node *n)
 {
-	(void)ctx;
-	return admit_entry_of(n)->hash;
+	const struct shard *s = ctx;
+
+	return admit_entry_hash(&s->c->kh, admit_entry_of(n));
+}
+
+/* The index's hash of an entry: its key's, as the cache hashes it. */
+static uint64_t
+index_hash(const void *ctx, const struct entry *e)
+{
+	const struct admit_lru *c = ctx;
+
+	return admit_entry_hash(&c->kh, e);
 }
 
 static const struct admit_policy_ops shard_ops = {
@@ -442,7 +452,8 @@ shard_init(struct admit_lru *c, struct shard *s, const struct admit_lru_config *
 	                  !c->by_bytes, &pc);
 	admit_readbuf_init(&s->rb);
 	admit_reclaim_init(&s->rec, &s->rb, &c->pending);
-	if (admit_index_init(&s->ix, s->max_entries, &c->pending) != ADMIT_OK)
+	if (admit_index_init(&s->ix, s->max_entries, &c->pending, index_hash,
+	                     c) != ADMIT_OK)
 		return ADMIT_NOMEM;
 	if (!admit_mutex_init(&s->mu)) {
 		admit_index_destroy(&s->ix);

@@ -78,8 +78,7 @@ struct admit_lru {
 	bool by_bytes;                  /* weight unit: bytes, not entries */
 	enum admit_lru_policy policy;
 	uint64_t seed;
-	uint64_t hash_seed;             /* the keys' hash seed */
-	uint64_t hash_prepared;         /* admit_hash8_prepare(hash_seed) */
+	struct admit_keyhash kh;        /* how the keys are hashed */
 	struct admit_freqsketch *sketch;/* NULL for ADMIT_LRU_PLAIN */
 	struct admit_adapt *adapt;      /* ADMIT_LRU_ADAPTIVE's, else NULL */
 	struct admit_clock clock;
@@ -101,9 +100,7 @@ shard_of(const struct admit_lru *c, uint64_t h)
 static inline uint64_t
 shard_hash(const struct admit_lru *c, const void *key, size_t klen)
 {
-	if (klen == sizeof(uint64_t))
-		return admit_hash8(key, c->hash_prepared, c->hash_seed);
-	return admit_hash(key, klen, c->hash_seed);
+	return admit_keyhash(&c->kh, key, klen);
 }
 
 /* The entries cfg's cache will hold: its capacity, or for a byte capacity
@@ -226,11 +223,12 @@ struct entry *shard_find_live_locked(struct shard *s, uint64_t h,
 	ADMIT_REQUIRES(s->mu);
 
 /* e (new, filled, unpublished) takes the place of old (found through
- * where), or is inserted at where when old is NULL; then the bounds are
- * restored.  With force, e wins every admission contest it meets there
- * (ADMIT_LRU_STORE_FORCE).  False when e itself was dropped. */
-bool shard_store_locked(struct shard *s, struct entry *e, struct entry *old,
-                        _Atomic uintptr_t *where, bool force)
+ * where by a lookup of h), or is inserted at where when old is NULL; then
+ * the bounds are restored.  With force, e wins every admission contest it
+ * meets there (ADMIT_LRU_STORE_FORCE).  False when e itself was dropped. */
+bool shard_store_locked(struct shard *s, uint64_t h, struct entry *e,
+                        struct entry *old, _Atomic uintptr_t *where,
+                        bool force)
 	ADMIT_REQUIRES(s->mu);
 
 /* Takes e out of the policy and the index, for cause; freed after a grace

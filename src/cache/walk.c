@@ -108,8 +108,9 @@ admit_lru_foreach(struct admit_lru *c, admit_lru_visitor_t fn, void *arg)
 		}
 		for (size_t k = 0; k < n && more; k++) {
 			const struct entry *e = v[k];
+			size_t klen = admit_entry_klen(e);
 
-			more = fn(e->klen ? e->data : NULL, e->klen,
+			more = fn(klen ? e->data : NULL, klen,
 			          e->vlen ? admit_entry_value(e) : NULL, e->vlen,
 			          admit_expiry_when(e), arg);
 		}
