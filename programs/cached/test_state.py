@@ -2,8 +2,9 @@
 # admit-cached --state-file: items saved on SIGTERM come back at the next
 # start with their flags, expiry and CAS unique (keys and values of any
 # bytes, through the binary protocol too; stale and won items with their
-# marks), each record holding them as gets and mg show them; expired ones
-# do not; every kind
+# marks), each record holding them as gets and mg show them, and a file
+# with bit 61 set in its uniques (the item header's own) loads without
+# it; expired ones do not; every kind
 # of bad file (empty, truncated at several offsets, a flipped byte, a
 # foreign magic, another version, a count that lies, a huge length, a
 # directory) is refused with one line on stderr, left in place, and the
@@ -212,6 +213,37 @@ def file_records(path, snap):
     check(all(not r[1] & 1 << 61 for r in recs.values()),
           "no record has bit 61: %r" % [(k, hex(r[1])) for k, r in recs.items()
                                         if r[1] & 1 << 61])
+
+
+def header_bit(d, good_path):
+    """A file whose records have bit 61 set in their CAS uniques (no
+    server writes it; a hostile one may) loads, with each item's flags
+    and data as the file says and its unique without the bit."""
+    h = xxh3()
+    if not h:
+        print("SKIP the file with bit 61: no libxxhash")
+        return
+    data = bytearray(open(good_path, "rb").read())
+    count, off = struct.unpack("<Q", data[16:24])[0], 40
+    for _ in range(count):
+        kl, vl = struct.unpack("<II", data[off:off + 8])
+        cas = struct.unpack("<Q", data[off + 16:off + 24])[0]
+        data[off + 16:off + 24] = struct.pack("<Q", cas | 1 << 61)
+        off += 32 + kl + vl
+    path = os.path.join(d, "bit61.state")
+    with open(path, "wb") as f:
+        f.write(fix_sum(bytes(data), h))
+    srv = Server(path)
+    got = srv.send(b"gets plain flags empty\r\nmg st0 f c v\r\n")
+    rc, err = srv.stop()
+    recs = records(open(good_path, "rb").read())
+    want = b"".join(b"VALUE %s %d %d %d\r\n%s\r\n" % (k, recs[k][0], len(recs[k][2]),
+                                                     recs[k][1], recs[k][2])
+                    for k in (b"plain", b"flags", b"empty")) + b"END\r\n"
+    want += b"VA 2 f0 c%d Z X\r\nhi\r\n" % (recs[b"st0"][1] & ~(3 << 62))
+    check(got == want, "bit 61 in the file:\n%r\n%r" % (want, got))
+    check(rc == 0 and "loaded %d of %d" % (count, count) in err,
+          "bit 61: rc %d %r" % (rc, err))
 
 
 def expired(d):
@@ -429,6 +461,7 @@ def main():
         sys.exit("FAIL %s not built" % SERVER)
     with tempfile.TemporaryDirectory() as d:
         good = round_trip(d)
+        header_bit(d, good)
         small = expired(d)
         corrupt(d, good)
         smaller(d)
