@@ -60,7 +60,8 @@ cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
 	unsigned shards = 16;
 
 	/* Each shard must hold a few of the largest items. */
-	while (shards > 1 && memory_bytes / shards < 4 * (max_item + HDR_MAX + 512))
+	while (shards > 1 &&
+	       memory_bytes / shards < 4 * (max_item + HDR_MAX + 512))
 		shards /= 2;
 	cfg.shards = shards;
 	if (!cfg.seed &&
