@@ -70,7 +70,7 @@ dump_item(const void *key, size_t klen, const void *value, size_t vlen,
 	size_t room = 4 + 3 * klen + 128;
 	char *p;
 
-	if (vlen < HDR || klen > CACHED_KEY_MAX)
+	if (!hdr_get(value, vlen, &cas, &flags) || klen > CACHED_KEY_MAX)
 		return true;  /* not an item of ours */
 	if (expires_at) {
 		if (expires_at <= d->now)
@@ -82,7 +82,6 @@ dump_item(const void *key, size_t klen, const void *value, size_t vlen,
 		d->refused = true;
 		return false;
 	}
-	hdr_get(value, &cas, &flags);
 	p = c->out + c->out_len;
 	memcpy(p, "key=", 4);
 	p += 4 + uri_encode(p + 4, key, klen);

@@ -189,13 +189,14 @@ static enum admit_lru_verdict
 load_updater(struct admit_lru_update *up, void *arg)
 {
 	const struct rec *r = arg;
-	char *v = admit_lru_update_alloc(up, HDR + (size_t)r->vlen);
+	size_t h = hdr_len(r->flags);
+	char *v = admit_lru_update_alloc(up, h + (size_t)r->vlen);
 
 	if (!v)
 		return ADMIT_LRU_KEEP;
 	hdr_put(v, r->cas, r->flags);
 	if (r->vlen)
-		memcpy(v + HDR, r->data, r->vlen);
+		memcpy(v + h, r->data, r->vlen);
 	up->expires = r->expires;
 	return ADMIT_LRU_STORE_FORCE;
 }
@@ -261,7 +262,8 @@ wanted(const struct cached_store *st, const struct cached_state *s,
 		} else {
 			v[k++] = (struct slot){ .heat = r.shard, .p = at };
 			per[r.shard]++;
-			*total += admit_lru_entry_charge(r.klen, HDR + (size_t)r.vlen);
+			*total += admit_lru_entry_charge(r.klen, hdr_len(r.flags) +
+			                                 (size_t)r.vlen);
 		}
 	}
 	for (size_t i = 0; i < k; i++) {
@@ -374,7 +376,8 @@ trim_to_fit(struct cached_store *st, struct slot *v, size_t n,
 		rec_at(v[i].p, &r, &exp);
 		sh = admit_lru_shard_index(st->lru,
 		                           admit_lru_hash(st->lru, r.key, r.klen));
-		charge = admit_lru_entry_charge(r.klen, HDR + (size_t)r.vlen);
+		charge = admit_lru_entry_charge(r.klen, hdr_len(r.flags) +
+		                                (size_t)r.vlen);
 		if (sh < STATE_MAX_SHARDS && used[sh] + charge <= share) {
 			used[sh] += charge;
 		} else {
@@ -469,18 +472,17 @@ save_visitor(const void *key, size_t klen, const void *value, size_t vlen,
 	unsigned char rec[STATE_REC];
 	uint64_t cas, exp = 0;
 	uint32_t flags;
+	size_t h = hdr_get(value, vlen, &cas, &flags);
 
-	if (vlen < HDR || klen == 0 || klen > CACHED_KEY_MAX ||
-	    vlen - HDR > UINT32_MAX)
+	if (!h || klen == 0 || klen > CACHED_KEY_MAX || vlen - h > UINT32_MAX)
 		return true;  /* not an item of ours */
 	if (expires_at) {
 		if (expires_at <= w->now)
 			return true;
 		exp = w->now_wall + (expires_at - w->now + NS_PER_S - 1) / NS_PER_S;
 	}
-	hdr_get(value, &cas, &flags);
 	snap_put32(rec, (uint32_t)klen);
-	snap_put32(rec + 4, (uint32_t)(vlen - HDR));
+	snap_put32(rec + 4, (uint32_t)(vlen - h));
 	snap_put32(rec + 8, flags);
 	snap_put32(rec + 12, admit_lru_shard_index(w->lru,
 	                                           admit_lru_hash(w->lru, key, klen)));
@@ -488,7 +490,7 @@ save_visitor(const void *key, size_t klen, const void *value, size_t vlen,
 	snap_put64(rec + 24, exp);
 	w_put(w, rec, sizeof(rec));
 	w_put(w, key, klen);
-	w_put(w, (const char *)value + HDR, vlen - HDR);
+	w_put(w, (const char *)value + h, vlen - h);
 	w->count++;
 	return !w->err;
 }

@@ -10,8 +10,9 @@
  *   count records, each 32 bytes then the key and the data: key length
  *     (u32, 1 .. CACHED_KEY_MAX), data length (u32), flags (u32), the
  *     shard that held it (u32, below ADMIT_LRU_MAX_SHARDS), CAS unique
- *     (u64, with the meta commands' stale and won bits), expiry (u64, Unix
- *     seconds; 0 = never);
+ *     (u64, with the meta commands' stale and won bits 63 and 62; bit 61,
+ *     the item header's own, is never written and ignored when read),
+ *     expiry (u64, Unix seconds; 0 = never);
  *   version 2 only: the admission sketch, L bytes as
  *     admit_lru_sketch_export writes them (none for --no-admission), then
  *     L (u64);

@@ -60,7 +60,8 @@ cached_store_new(uint64_t memory_bytes, size_t max_item, bool admission,
 	unsigned shards = 16;
 
 	/* Each shard must hold a few of the largest items. */
-	while (shards > 1 && memory_bytes / shards < 4 * (max_item + HDR + 512))
+	while (shards > 1 &&
+	       memory_bytes / shards < 4 * (max_item + HDR_MAX + 512))
 		shards /= 2;
 	cfg.shards = shards;
 	if (!cfg.seed &&
@@ -191,13 +192,13 @@ lend_item(const void *value, size_t vlen, void *arg)
 {
 	struct lend *l = arg;
 	struct cached_item it;
+	size_t n = hdr_get(value, vlen, &it.cas, &it.flags);
 
-	if (vlen < HDR)  /* not one of ours: cannot happen */
+	if (!n)  /* not one of ours: cannot happen */
 		return;
-	hdr_get(value, &it.cas, &it.flags);
 	it.cas &= CACHED_CAS_MASK;
-	it.data = (const char *)value + HDR;
-	it.len = vlen - HDR;
+	it.data = (const char *)value + n;
+	it.len = vlen - n;
 	l->hit = true;
 	l->fn(&it, l->arg);
 }
@@ -233,11 +234,12 @@ bool
 old_item(const struct admit_lru_update *up, uint64_t *cas, uint32_t *flags,
          const char **data, size_t *len)
 {
-	if (!up->found || up->old_len < HDR)
+	size_t n;
+
+	if (!up->found || !(n = hdr_get(up->old, up->old_len, cas, flags)))
 		return false;
-	hdr_get(up->old, cas, flags);
-	*data = (const char *)up->old + HDR;
-	*len = up->old_len - HDR;
+	*data = (const char *)up->old + n;
+	*len = up->old_len - n;
 	return true;
 }
 
@@ -254,21 +256,22 @@ put(struct upd *u, struct admit_lru_update *up, uint32_t flags,
     const uint64_t *cas, const char *a, size_t alen, const char *b,
     size_t blen)
 {
+	size_t h = hdr_len(flags);
 	char *p;
 
 	if (alen > u->st->max_item || blen > u->st->max_item - alen) {
 		u->r = CACHED_TOO_LARGE;
 		return ADMIT_LRU_KEEP;
 	}
-	p = admit_lru_update_alloc(up, HDR + alen + blen);
+	p = admit_lru_update_alloc(up, h + alen + blen);
 	if (!p)
 		return ADMIT_LRU_STORE_FORCE;
 	u->cas = cas ? *cas & CACHED_CAS_MASK : next_cas(u->st);
 	hdr_put(p, cas ? *cas : u->cas, flags);
 	if (alen)
-		memcpy(p + HDR, a, alen);
+		memcpy(p + h, a, alen);
 	if (blen)
-		memcpy(p + HDR + alen, b, blen);
+		memcpy(p + h + alen, b, blen);
 	return ADMIT_LRU_STORE_FORCE;
 }
 
@@ -307,13 +310,14 @@ arith(struct upd *u, struct admit_lru_update *up, uint64_t cas, uint32_t flags,
 	 * length, as memcached rewrites it in place; the item stays stale or
 	 * won, as memcached's does. */
 	if ((size_t)len <= oldlen) {
-		char *p = admit_lru_update_alloc(up, HDR + oldlen);
+		size_t h = hdr_len(flags);
+		char *p = admit_lru_update_alloc(up, h + oldlen);
 
 		if (p) {
 			u->cas = next_cas(u->st);
 			hdr_put(p, u->cas | (cas & ~CACHED_CAS_MASK), flags);
-			memcpy(p + HDR, num, (size_t)len);
-			memset(p + HDR + len, ' ', oldlen - (size_t)len);
+			memcpy(p + h, num, (size_t)len);
+			memset(p + h + len, ' ', oldlen - (size_t)len);
 		}
 		return ADMIT_LRU_STORE_FORCE;
 	}
@@ -458,8 +462,8 @@ cached_store_update_cas(struct cached_store *st, struct cached_scratch *s,
 {
 	uint64_t unique;
 	size_t n = (size_t)req->bytes;
-	char hdr[HDR];
-	struct admit_lru_part parts[2] = { { hdr, HDR }, { data, 0 } };
+	char hdr[HDR_MAX];
+	struct admit_lru_part parts[2] = { { hdr, 0 }, { data, 0 } };
 	uint64_t h;
 	enum admit_status rc;
 
@@ -472,7 +476,7 @@ cached_store_update_cas(struct cached_store *st, struct cached_scratch *s,
 	unique = next_cas(st);
 	if (cas)
 		*cas = unique;
-	hdr_put(hdr, unique, req->flags);
+	parts[0].len = hdr_put(hdr, unique, req->flags);
 	parts[1].len = n;
 	h = begin(st, s, req->key, req->klen);
 	rc = admit_lru_set_parts_hashed(s->lru, h, req->key, req->klen, parts, 2,

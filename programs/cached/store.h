@@ -1,10 +1,11 @@
 /*
  * store.h - admit-cached's items on top of admit_lru.
  *
- * An item is stored in admit_lru as one value: a 12-byte header (CAS
- * unique, flags) followed by the data; its expiry time is the entry's own
- * (admit_lru_set_expiring), so an expired item is invisible at once and its
- * capacity is reclaimed by admit_lru's timer wheels.  Each command hashes
+ * An item is stored in admit_lru as one value: a header (the CAS unique,
+ * then the flags unless they are 0: 8 or 12 bytes) followed by the data;
+ * its expiry time is the entry's own (admit_lru_set_expiring), so an
+ * expired item is invisible at once and its capacity is reclaimed by
+ * admit_lru's timer wheels.  Each command hashes
  * its key once (admit_lru_hash) and makes one _hashed call: set and delete
  * directly, add, replace, append, prepend, cas, incr, decr and touch as one
  * admit_lru_compute, which reads, decides and writes under the key's shard
@@ -34,12 +35,15 @@
 #include "meta.h"
 #include "proto.h"
 
-/* The CAS unique's two top bits are the meta commands' state of an item:
- * stale (invalidated by md I or ms I) and a win token already handed out.
- * Uniques are counted from 1 and never reach them. */
+/* The CAS unique's three top bits: bits 63 and 62 are the meta commands'
+ * state of an item, stale (invalidated by md I or ms I) and a win token
+ * already handed out; bit 61 belongs to the item header alone (store_impl.h:
+ * flags follow the unique), which hdr_get strips, so no caller sees it.
+ * Uniques are counted from 1 and never reach 2^61: they take bits 0..60. */
 #define CACHED_CAS_STALE (UINT64_C(1) << 63)
 #define CACHED_CAS_WON (UINT64_C(1) << 62)
-#define CACHED_CAS_MASK (CACHED_CAS_WON - 1)
+#define CACHED_CAS_HDR_FLAGS (UINT64_C(1) << 61)
+#define CACHED_CAS_MASK (CACHED_CAS_HDR_FLAGS - 1)
 
 struct cached_store;
 

@@ -15,23 +15,58 @@
 #define REL_EXPTIME_MAX 2592000  /* 30 days: above, an exptime is a Unix time */
 #define NS_PER_S UINT64_C(1000000000)
 
-/* The item header, 12 bytes in front of the data, each charged against
- * --memory for every item; read and written with memcpy (the cache keeps
- * values unaligned). */
-#define HDR 12u
+/*
+ * The item header in front of the data, charged against --memory with it:
+ * the 8-byte CAS unique, then the 4-byte flags only when they are not 0
+ * (memcached does not store zero flags either).  Bit 61 of the stored
+ * unique (CACHED_CAS_HDR_FLAGS) says whether the flags follow; hdr_put
+ * sets it and hdr_get strips it, so a caller gives and gets the unique
+ * with the meta commands' bits only, and the state file never sees it.
+ * Read and written with memcpy (the cache keeps values unaligned).
+ */
+#define HDR_MAX 12u   /* the longest header: unique and flags */
 
-static inline void
-hdr_put(char *p, uint64_t cas, uint32_t flags)
+/* The header's length for these flags: 8, or 12 when they are not 0. */
+static inline size_t
+hdr_len(uint32_t flags)
 {
-	memcpy(p, &cas, sizeof(cas));
-	memcpy(p + 8, &flags, sizeof(flags));
+	return flags ? HDR_MAX : 8u;
 }
 
-static inline void
-hdr_get(const char *p, uint64_t *cas, uint32_t *flags)
+/* Writes the header of (cas, flags) at p (hdr_len(flags) bytes, which it
+ * returns); cas's bit 61 is the header's own, whatever the caller's. */
+static inline size_t
+hdr_put(char *p, uint64_t cas, uint32_t flags)
 {
-	memcpy(cas, p, sizeof(*cas));
-	memcpy(flags, p + 8, sizeof(*flags));
+	cas &= ~CACHED_CAS_HDR_FLAGS;
+	if (flags)
+		cas |= CACHED_CAS_HDR_FLAGS;
+	memcpy(p, &cas, sizeof(cas));
+	if (flags)
+		memcpy(p + 8, &flags, sizeof(flags));
+	return hdr_len(flags);
+}
+
+/* Reads the header of the vlen-byte value at p: *cas (bit 61 stripped)
+ * and *flags, and returns the header's length, where the data starts; 0
+ * when the value is shorter than its header (not one of ours). */
+static inline size_t
+hdr_get(const void *p, size_t vlen, uint64_t *cas, uint32_t *flags)
+{
+	uint64_t c;
+	size_t n;
+
+	if (vlen < 8)
+		return 0;
+	memcpy(&c, p, sizeof(c));
+	n = c & CACHED_CAS_HDR_FLAGS ? HDR_MAX : 8u;
+	if (vlen < n)
+		return 0;
+	*flags = 0;
+	if (n == HDR_MAX)
+		memcpy(flags, (const char *)p + 8, sizeof(*flags));
+	*cas = c & ~CACHED_CAS_HDR_FLAGS;
+	return n;
 }
 
 struct cached_store {

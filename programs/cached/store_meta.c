@@ -39,18 +39,19 @@ static bool
 meta_put(struct mupd *u, struct admit_lru_update *up, uint64_t cas,
          uint32_t flags, const char *a, size_t alen, const char *b, size_t blen)
 {
-	char *p = admit_lru_update_alloc(up, HDR + alen + blen);
+	size_t h = hdr_len(flags);
+	char *p = admit_lru_update_alloc(up, h + alen + blen);
 
 	(void)u;
 	if (!p)
 		return false;
 	hdr_put(p, cas, flags);
 	if (alen)
-		memcpy(p + HDR, a, alen);
+		memcpy(p + h, a, alen);
 	if (blen && b)
-		memcpy(p + HDR + alen, b, blen);
+		memcpy(p + h + alen, b, blen);
 	else if (blen)
-		memset(p + HDR + alen, ' ', blen);
+		memset(p + h + alen, ' ', blen);
 	return true;
 }
 

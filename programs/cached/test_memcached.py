@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # admit-cached against memcached, byte for byte: every request of a corpus
 # (valid, malformed, noreply, pipelined, half-closed, left open; then 800
-# pipelines drawn at random from fixed seeds) is sent to both servers,
+# pipelines drawn at random from fixed seeds; last, steps that need the
+# CAS uniques of the replies before them) is sent to both servers,
 # each started here on a free loopback port, on a connection of its own,
 # and the replies must be equal.  The corpus runs in the same
 # order on both, so the CAS uniques must agree too.  The only rewriting is
@@ -12,6 +13,7 @@
 # memcached).  Run by make check through test_memcached.sh.
 import os
 import random
+import re
 import shutil
 import socket
 import subprocess
@@ -479,6 +481,72 @@ def random_corpus(seed, count):
             for c in range(count)]
 
 
+def gets_cas(out, key):
+    """The CAS unique the last VALUE line of key in out shows."""
+    return re.findall(rb"VALUE %s \d+ \d+ (\d+)\r\n" % key, out)[-1]
+
+
+def mg_cas(out):
+    """The CAS unique out's last "mg <key> c" reply (HD c<n>) shows."""
+    return re.findall(rb"HD c(\d+)\r\n", out)[-1]
+
+
+def header_flows():
+    """Steps whose requests need the CAS uniques of the replies before
+    (each step on a connection of its own, a function of the replies so
+    far): items with flags 0 (stored without them) and not, through every
+    command that keeps their flags, changes them (set, cas, ms F: 0 to
+    non-zero and back) or rewrites their data (append, prepend, incr and
+    decr growing or in place, ma), touch and gat that keep the unique, and
+    the stale and won marks of md I and mg."""
+    text = [
+        b"set hf0 0 0 5\r\nhello\r\nset hf1 7 0 5\r\nhello\r\nset hn0 0 0 2\r\n99\r\n"
+        b"set hn1 3 0 2\r\n99\r\ngets hf0 hf1 hn0 hn1\r\n",
+        lambda o: b"cas hf0 9 0 3 %s\r\nabc\r\ncas hf1 0 0 3 %s\r\nxyz\r\n"
+        b"gets hf0 hf1\r\n" % (gets_cas(o[0], b"hf0"), gets_cas(o[0], b"hf1")),
+        lambda o: b"cas hf0 0 0 1 %s\r\nq\r\ncas hf1 0 0 1 %s\r\nq\r\n"
+        b"append hf0 0 0 2\r\n++\r\nprepend hf1 5 0 2\r\n--\r\nappend hf1 0 0 1\r\n!\r\n"
+        b"gets hf0 hf1\r\n" % (gets_cas(o[0], b"hf0"), gets_cas(o[0], b"hf1")),
+        b"incr hn0 1\r\nincr hn1 1\r\ngets hn0 hn1\r\ndecr hn0 91\r\ndecr hn1 91\r\n"
+        b"incr hn0 5\r\ngets hn0 hn1\r\n",
+        lambda o: b"cas hn0 4 0 1 %s\r\n7\r\ncas hn1 0 0 1 %s\r\n8\r\ngets hn0 hn1\r\n"
+        b"incr hn0 1\r\nincr hn1 1\r\ngets hn0 hn1\r\n" % (gets_cas(o[3], b"hn0"),
+                                                             gets_cas(o[3], b"hn1")),
+        b"touch hf0 100\r\ntouch hf1 100\r\ngets hf0 hf1\r\ngat 200 hf0 hf1\r\n"
+        b"gats 300 hf0 hf1\r\ngets hf0 hf1\r\n",
+        lambda o: b"cas hf0 0 0 1 %s\r\nt\r\ncas hf1 2 0 1 %s\r\nu\r\ngets hf0 hf1\r\n"
+        % (gets_cas(o[5], b"hf0"), gets_cas(o[5], b"hf1")),
+        b"set hf0 4294967295 0 1\r\nz\r\ngets hf0\r\nset hf0 0 0 1\r\nz\r\ngets hf0\r\n",
+    ]
+    meta = [
+        b"ms hm0 2\r\nhi\r\nms hm1 2 F12\r\nhi\r\nmg hm0 f c v\r\nmg hm1 f c v\r\n"
+        b"ms hm0 2 F5\r\nho\r\nms hm1 2 F0\r\nho\r\nmg hm0 f c v\r\nmg hm1 f c v\r\n",
+        b"ms hm0 2 MA F99\r\n++\r\nms hm1 2 MP F99\r\n--\r\nmg hm0 f c v\r\n"
+        b"mg hm1 f c v\r\nmg hm0 c\r\n",
+        lambda o: b"ms hm0 1 F0 C%s\r\nz\r\nmg hm0 f c v\r\nmg hm1 c\r\n" % mg_cas(o[1]),
+        lambda o: b"ms hm1 1 F3 C%s\r\ny\r\nmg hm1 f c v\r\n" % mg_cas(o[2]),
+        b"md hm0 I\r\nmd hm1 I\r\nmg hm0 f c v\r\nmg hm1 f c v\r\nmg hm0 f c v\r\n"
+        b"mg hm1 f c v\r\n",
+        b"ms ha0 2\r\n10\r\nms ha1 2 F6\r\n10\r\nmd ha0 I q\r\nma ha0 v\r\nma ha1 v\r\n"
+        b"mg ha0 f c v\r\nmg ha1 f c v\r\nma ha0 D100 v\r\nma ha1 D100 v\r\n"
+        b"mg ha0 f c v\r\nmg ha1 f c v\r\n",
+        b"mg hv N30 f c v\r\nmg hv f c v\r\nms hv 1 MA\r\nx\r\nmg hv f c v\r\n"
+        b"ms hv 2 F8 I\r\nyz\r\nmg hv f c v\r\n",
+        b"incr ha1 1\r\ndecr ha0 1\r\nmg ha0 f c v\r\nmg ha1 f c v\r\ntouch ha1 50\r\n"
+        b"mg ha1 f c v\r\n",
+    ]
+    return [("header: text", text), ("header: meta", meta)]
+
+
+def flow(port, steps):
+    """Runs steps in order, each on a connection of its own; the replies."""
+    outs = []
+    for step in steps:
+        req = step(outs) if callable(step) else step
+        outs.append(exchange(port, {"send": [req]}))
+    return outs
+
+
 def expected(case, want):
     """memcached's reply as admit-cached gives it on purpose.  skip_block:
     memcached refuses a storage line with CLIENT_ERROR and then runs its
@@ -526,6 +594,15 @@ def main():
             differ += 1
             print("FAIL %s\n  sent      %r\n  memcached %r\n  admit     %r" %
                   (name, b"".join(case["send"])[:200], want[:300], got[:300]))
+        for name, steps in header_flows():
+            want, got = flow(mport, steps), flow(aport, steps)
+            for i, (w, g) in enumerate(zip(want, got)):
+                if w == g:
+                    same += 1
+                    continue
+                differ += 1
+                print("FAIL %s, step %d\n  memcached %r\n  admit     %r" %
+                      (name, i, w[:300], g[:300]))
     finally:
         for p in (pm, pa):
             p.terminate()

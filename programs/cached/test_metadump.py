@@ -7,7 +7,9 @@
 # same encoding, the same CAS uniques and expiry times (within 2 s: the
 # servers' clocks step apart); admit-cached's la is the dump's time, fetch
 # yes and cls 1 (admit-cached(1) says why).  Last, a dump larger than
-# --conn-memory ends with SERVER_ERROR and the connection goes on.  Skips
+# --conn-memory ends with SERVER_ERROR and the connection goes on, and
+# an item with flags 0 (stored without them) is charged less than one with
+# flags 1 where the 4 bytes cross a size class.  Skips
 # (77) without memcached.  Run by make check through test_metadump.sh.
 import os
 import re
@@ -114,6 +116,36 @@ def too_large():
         p.wait()
 
 
+def header_sizes():
+    """Flags 0 are not stored: an item with them costs at most what one
+    with flags 1 and the same key and data lengths does, less for the
+    lengths where the 4 bytes cross an allocator's size class; each dump
+    line's cas is what gets gives, for both kinds."""
+    p, port = start(lambda port: [SERVER, "--port", str(port), "--threads",
+                                  "1"])
+    try:
+        lens = range(1, 65)
+        ask(port, b"".join(b"set z%02d 0 0 %d\r\n%s\r\nset o%02d 1 0 %d\r\n%s\r\n"
+                           % (n, n, b"v" * n, n, n, b"v" * n) for n in lens))
+        a = parse(ask(port, b"lru_crawler metadump all\r\n"))
+        gets = ask(port, b"gets " + b" ".join(sorted(a)) + b"\r\n")
+        cas = {k: int(c) for k, c in
+               re.findall(rb"VALUE (\S+) \d+ \d+ (\d+)\r\n", gets)}
+        check(len(a) == 2 * len(lens) and
+              all(cas.get(k) == a[k][2] for k in a),
+              "dump's cas is gets's: %r %r" % (sorted(a.items())[:2], gets[:80]))
+        sizes = [(a.get(b"z%02d" % n, (0,) * 6)[5], a.get(b"o%02d" % n,
+                                                           (0,) * 6)[5])
+                 for n in lens]
+        check(all(z <= o for z, o in sizes), "flags 0 cost no more: %r" %
+              sizes)
+        check(any(z < o for z, o in sizes), "flags 0 cost less at some "
+              "length: %r" % sizes)
+    finally:
+        p.kill()
+        p.wait()
+
+
 def main():
     (pm, mport), (pa, aport) = start_both(64)
     try:
@@ -124,6 +156,7 @@ def main():
             p.kill()
             p.wait()
     too_large()
+    header_sizes()
     if FAILS:
         sys.exit("FAIL %d checks" % len(FAILS))
     print("PASS")

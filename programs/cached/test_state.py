@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 # admit-cached --state-file: items saved on SIGTERM come back at the next
 # start with their flags, expiry and CAS unique (keys and values of any
-# bytes, through the binary protocol too); expired ones do not; every kind
+# bytes, through the binary protocol too; stale and won items with their
+# marks), each record holding them as gets and mg show them, and a file
+# with bit 61 set in its uniques (the item header's own) loads without
+# it; expired ones do not; every kind
 # of bad file (empty, truncated at several offsets, a flipped byte, a
 # foreign magic, another version, a count that lies, a huge length, a
 # directory) is refused with one line on stderr, left in place, and the
@@ -112,6 +115,10 @@ TEXT = [  # key, flags, exptime (None: +1000 s as a Unix time), value
     (b"big", 5, 0, bytes(range(256)) * 400),
 ]
 BINARY = [b"sp ace", b"nl\nkey", b"nul\x00key", b"\xff\xfe", b"\r\n"]
+# Items stale and won (md I, then mg): flags 0 and not.
+META = b"ms st0 2\r\nhi\r\nms st1 2 F9\r\nhi\r\nmd st0 I q\r\nmd st1 I q\r\n" \
+       b"mg st0 q\r\nmg st1 q\r\nmn\r\n"
+META_KEYS = 2
 
 
 def fill(srv):
@@ -123,15 +130,20 @@ def fill(srv):
     check(out == b"STORED\r\n" * len(TEXT), "fill: %r" % out[:80])
     req = b"".join(bin_set(k, b"v" + k, 11, 0) for k in BINARY)
     check(all(r[0] == 0 for r in bin_replies(srv.send(req))), "binary sets")
+    out = srv.send(META)
+    check(out == b"HD\r\nHD\r\nHD X W\r\nHD X W\r\nMN\r\n",
+          "stale and won items: %r" % out)
 
 
 def snapshot(srv):
-    """gets of the text keys, mg's remaining TTL of ttl and unix, and the
-    binary keys' (flags, cas, value)."""
+    """gets of the text keys, mg's remaining TTL of ttl and unix, the
+    binary keys' (flags, cas, value), and the stale items' mg (flags, CAS
+    unique, data, marks)."""
     gets = srv.send(b"gets " + b" ".join(k for k, _, _, _ in TEXT) + b"\r\n")
     ttl = srv.send(b"mg ttl t\r\nmg unix t\r\nmg plain t\r\n")
     binr = bin_replies(srv.send(b"".join(bin_get(k) for k in BINARY)))
-    return gets, ttl, binr
+    meta = srv.send(b"mg st0 f c v\r\nmg st1 f c v\r\n")
+    return gets, ttl, binr, meta
 
 
 def max_cas(gets):
@@ -144,9 +156,11 @@ def round_trip(d):
     fill(srv)
     before = snapshot(srv)
     rc, err = srv.stop()
-    check(rc == 0 and "saved %d items" % (len(TEXT) + len(BINARY)) in err,
+    n = len(TEXT) + len(BINARY) + META_KEYS
+    check(rc == 0 and "saved %d items" % n in err,
           "save: rc %d, %r" % (rc, err))
     check(not os.path.exists(path + ".tmp"), "no temporary file left")
+    file_records(path, before)
     srv = Server(path)
     after = snapshot(srv)
     check(after[0] == before[0], "gets after restart:\n%r\n%r" %
@@ -154,6 +168,8 @@ def round_trip(d):
     check(after[0].count(b"VALUE") == len(TEXT), "every text key back")
     check(after[2] == before[2] and all(r[0] == 0 for r in after[2]),
           "binary keys after restart: %r" % after[2])
+    check(after[3] == before[3] and after[3].count(b" Z X\r\n") == 2,
+          "stale items after restart:\n%r\n%r" % (before[3], after[3]))
     ttls = [int(x) for x in re.findall(rb"t(-?\d+)", after[1])]
     check(len(ttls) == 3 and 90 <= ttls[0] <= 101 and 990 <= ttls[1] <= 1001
           and ttls[2] == -1, "TTLs after restart: %r" % after[1])
@@ -161,10 +177,73 @@ def round_trip(d):
     check(max_cas(new) > max_cas(before[0]),
           "CAS counter above the loaded: %r" % new)
     rc, err = srv.stop()
-    n = len(TEXT) + len(BINARY)
     check(rc == 0 and "loaded %d of %d items" % (n, n) in err,
           "load: rc %d, %r" % (rc, err))
     return path
+
+
+def records(data):
+    """{key: (flags, cas, data)} of a state file's records."""
+    count, off, out = struct.unpack("<Q", data[16:24])[0], 40, {}
+    for _ in range(count):
+        kl, vl, flags, _, cas, _ = struct.unpack("<IIIIQQ", data[off:off + 32])
+        off += 32
+        out[data[off:off + kl]] = (flags, cas, data[off + kl:off + kl + vl])
+        off += kl + vl
+    return out
+
+
+def file_records(path, snap):
+    """The file holds each item's flags, data and CAS unique as gets and
+    mg showed them (the stale and won bits as bits 63 and 62), and nothing
+    of the item header's own (bit 61)."""
+    recs = records(open(path, "rb").read())
+    seen = {m[0]: (int(m[1]), int(m[2])) for m in
+            re.findall(rb"VALUE (\S+) (\d+) \d+ (\d+)\r\n", snap[0])}
+    for k, f, _, v in TEXT:
+        got = recs.get(k)
+        check(got is not None and got[0] == f and got[2] == v and
+              (got[0], got[1]) == seen.get(k), "file record of %r: %r, gets "
+              "%r" % (k[:20], got and got[:2], seen.get(k)))
+    marks = re.findall(rb"VA 2 f(\d+) c(\d+) Z X\r\nhi\r\n", snap[3])
+    for k, (f, cas) in zip((b"st0", b"st1"), marks):
+        check(recs.get(k) == (int(f), int(cas) | 3 << 62, b"hi"),
+              "file record of %r: %r, mg f%s c%s" % (k, recs.get(k), f, cas))
+    check(len(marks) == 2, "mg of the stale items: %r" % snap[3])
+    check(all(not r[1] & 1 << 61 for r in recs.values()),
+          "no record has bit 61: %r" % [(k, hex(r[1])) for k, r in recs.items()
+                                        if r[1] & 1 << 61])
+
+
+def header_bit(d, good_path):
+    """A file whose records have bit 61 set in their CAS uniques (no
+    server writes it; a hostile one may) loads, with each item's flags
+    and data as the file says and its unique without the bit."""
+    h = xxh3()
+    if not h:
+        print("SKIP the file with bit 61: no libxxhash")
+        return
+    data = bytearray(open(good_path, "rb").read())
+    count, off = struct.unpack("<Q", data[16:24])[0], 40
+    for _ in range(count):
+        kl, vl = struct.unpack("<II", data[off:off + 8])
+        cas = struct.unpack("<Q", data[off + 16:off + 24])[0]
+        data[off + 16:off + 24] = struct.pack("<Q", cas | 1 << 61)
+        off += 32 + kl + vl
+    path = os.path.join(d, "bit61.state")
+    with open(path, "wb") as f:
+        f.write(fix_sum(bytes(data), h))
+    srv = Server(path)
+    got = srv.send(b"gets plain flags empty\r\nmg st0 f c v\r\n")
+    rc, err = srv.stop()
+    recs = records(open(good_path, "rb").read())
+    want = b"".join(b"VALUE %s %d %d %d\r\n%s\r\n" % (k, recs[k][0], len(recs[k][2]),
+                                                     recs[k][1], recs[k][2])
+                    for k in (b"plain", b"flags", b"empty")) + b"END\r\n"
+    want += b"VA 2 f0 c%d Z X\r\nhi\r\n" % (recs[b"st0"][1] & ~(3 << 62))
+    check(got == want, "bit 61 in the file:\n%r\n%r" % (want, got))
+    check(rc == 0 and "loaded %d of %d" % (count, count) in err,
+          "bit 61: rc %d %r" % (rc, err))
 
 
 def expired(d):
@@ -382,6 +461,7 @@ def main():
         sys.exit("FAIL %s not built" % SERVER)
     with tempfile.TemporaryDirectory() as d:
         good = round_trip(d)
+        header_bit(d, good)
         small = expired(d)
         corrupt(d, good)
         smaller(d)
