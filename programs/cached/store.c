@@ -176,7 +176,14 @@ begin(struct cached_store *st, struct cached_scratch *s, const char *key,
 uint64_t
 next_cas(struct cached_store *st)
 {
-	return atomic_fetch_add(&st->cas_seq, 1) + 1;
+	uint64_t n;
+
+	/* Uniques stay in CACHED_CAS_MASK's bits: the count wraps there,
+	 * past 0 (a state file can have left it at the top). */
+	do
+		n = (atomic_fetch_add(&st->cas_seq, 1) + 1) & CACHED_CAS_MASK;
+	while (!n);
+	return n;
 }
 
 /* ---- get ------------------------------------------------------------- */

@@ -246,6 +246,30 @@ def header_bit(d, good_path):
           "bit 61: rc %d %r" % (rc, err))
 
 
+def top_unique(d, good_path):
+    """A file whose largest unique is the top of the uniques' range
+    (2^61 - 1; no server gets there, a hostile file may): the next set
+    gets a unique in range, which gets shows and cas accepts."""
+    h = xxh3()
+    if not h:
+        print("SKIP the file at the top unique: no libxxhash")
+        return
+    data = bytearray(open(good_path, "rb").read())
+    data[40 + 16:40 + 24] = struct.pack("<Q", (1 << 61) - 1)
+    path = os.path.join(d, "top.state")
+    with open(path, "wb") as f:
+        f.write(fix_sum(bytes(data), h))
+    srv = Server(path)
+    got = srv.send(b"set next 5 0 2\r\nhi\r\ngets next\r\n")
+    m = re.search(rb"VALUE next 5 2 (\d+)\r\nhi\r\nEND\r\n$", got)
+    unique = int(m.group(1)) if m else 0
+    got2 = srv.send(b"cas next 0 0 2 %d\r\nho\r\nget next\r\n" % unique)
+    srv.stop()
+    check(m and 0 < unique < 1 << 61, "the unique after the top: %r" % got)
+    check(got2 == b"STORED\r\nVALUE next 0 2\r\nho\r\nEND\r\n",
+          "cas with the unique after the top: %r" % got2)
+
+
 def expired(d):
     path = os.path.join(d, "exp.state")
     srv = Server(path)
@@ -462,6 +486,7 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         good = round_trip(d)
         header_bit(d, good)
+        top_unique(d, good)
         small = expired(d)
         corrupt(d, good)
         smaller(d)
