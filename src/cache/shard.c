@@ -361,12 +361,13 @@ op_admit(void *ctx, const struct admit_policy_node *cand,
          const struct admit_policy_node *victim)
 {
 	const struct shard *s = ctx;
+	const struct admit_keyhash *kh = &s->c->kh;
 
 	if (s->forced && admit_entry_of(cand) == s->fresh)
 		return true;
 	return admit_freqsketch_admit(s->c->sketch,
-	                              admit_entry_hash(&s->c->kh, admit_entry_of(cand)),
-	                              admit_entry_hash(&s->c->kh, admit_entry_of(victim)));
+	                              admit_entry_hash(kh, admit_entry_of(cand)),
+	                              admit_entry_hash(kh, admit_entry_of(victim)));
 }
 
 /* The policy dropped n for room: out of the index, freed after a grace
