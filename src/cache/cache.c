@@ -179,9 +179,11 @@ admit_lru_free(struct admit_lru *c)
 
 /* ---- reads ---------------------------------------------------------------- */
 
-/* What a read does with the live entry it found, in the read-side section:
- * ADMIT_OK, or ADMIT_EBUFFER to end the read without a trace. */
-typedef enum admit_status (*use_fn)(const struct entry *e, void *arg);
+/* What a read does with the live entry it found and its value, in the
+ * read-side section: ADMIT_OK, or ADMIT_EBUFFER to end the read without a
+ * trace. */
+typedef enum admit_status (*use_fn)(const struct entry *e,
+                                    const unsigned char *value, void *arg);
 
 /*
  * The one read path behind get, get_with and peek: the lookup, an expired
@@ -203,7 +205,7 @@ read_path(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	if (e && admit_expiry_expired(&c->clock, e))
 		e = NULL;
 	if (e)
-		st = use(e, arg);
+		st = use(e, e->data + klen, arg);  /* the key matched: klen is its */
 	if (st == ADMIT_EBUFFER || !traced) {
 		admit_rcu_read_end(r);
 		return st;
@@ -235,7 +237,7 @@ struct copy {
 };
 
 static enum admit_status
-copy_value(const struct entry *e, void *arg)
+copy_value(const struct entry *e, const unsigned char *value, void *arg)
 {
 	struct copy *x = arg;
 
@@ -243,7 +245,7 @@ copy_value(const struct entry *e, void *arg)
 	if (e->vlen > x->bufsize)
 		return ADMIT_EBUFFER;
 	if (e->vlen)
-		memcpy(x->buf, admit_entry_value(e), e->vlen);
+		memcpy(x->buf, value, e->vlen);
 	return ADMIT_OK;
 }
 
@@ -294,11 +296,11 @@ struct reader {
 };
 
 static enum admit_status
-hand_value(const struct entry *e, void *arg)
+hand_value(const struct entry *e, const unsigned char *value, void *arg)
 {
 	struct reader *r = arg;
 
-	r->fn(e->vlen ? admit_entry_value(e) : NULL, e->vlen, r->arg);
+	r->fn(e->vlen ? value : NULL, e->vlen, r->arg);
 	return ADMIT_OK;
 }
 
