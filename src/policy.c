@@ -333,20 +333,20 @@ to_lirs(struct admit_policy *p)
 }
 
 /*
- * Out of LIRS, the LIR blocks whose keys the contest's frequencies count
- * more than once stay in protected (S's order kept); the others go to
- * probation, above Q's blocks, in S's order (the bottom of S lowest).
- * W-TinyLFU's protected segment holds keys hit while in probation (a
- * second access), which it never contests; every block that found LIR
- * room in the cold start, or that was resident when LIRS began, is LIR
- * whether it came back or not.  Left in protected, such a block would
- * stay uncontested until promotions pushed it out, with probation, where
- * the contests are held, squeezed to what protected leaves: on
- * zipf-scans at 10,000 entries the cache then trails the same
- * configuration run from the start for half the trace.  A block counted
- * twice is one W-TinyLFU would have promoted: on a loop, every block of
- * the fixed part LIRS holds (doc/hit-ratio.md).  Then protected's bound
- * (admit_policy_configure).  O(LIR blocks).
+ * Out of LIRS, protected keeps the LIR blocks within its bound from S's
+ * top whose keys the contest's frequencies count at least twice, in S's
+ * order; every other block goes to probation, above Q's blocks, in S's
+ * order (the bottom of S lowest).  W-TinyLFU's protected segment holds
+ * keys hit while in probation (a second access), which it never
+ * contests; every block that found LIR room in the cold start, or that
+ * was resident when LIRS began, is LIR whether it came back or not.
+ * Left in protected, such a block would stay uncontested until
+ * promotions pushed it out, with probation, where the contests are held,
+ * squeezed to what protected leaves: on zipf-scans at 10,000 entries the
+ * cache then trails the same configuration run from the start for half
+ * the trace.  The count keeps a loop's fixed part, every block of which
+ * comes back; the bound from S's top leaves stale blocks counted twice to
+ * the contests (doc/hit-ratio.md).  O(LIR blocks).
  */
 static void
 from_lirs(struct admit_policy *p)
