@@ -332,14 +332,61 @@ to_lirs(struct admit_policy *p)
 	demote_protected_overflow(p);
 }
 
+/*
+ * Out of LIRS, protected keeps the LIR blocks within its bound from S's
+ * top whose keys the contest's frequencies count at least twice, in S's
+ * order; every other block goes to probation, above Q's blocks, in S's
+ * order (the bottom of S lowest).  W-TinyLFU's protected segment holds
+ * keys hit while in probation (a second access), which it never
+ * contests; every block that found LIR room in the cold start, or that
+ * was resident when LIRS began, is LIR whether it came back or not.
+ * Left in protected, such a block would stay uncontested until
+ * promotions pushed it out, with probation, where the contests are held,
+ * squeezed to what protected leaves: on zipf-scans at 10,000 entries the
+ * cache then trails the same configuration run from the start for half
+ * the trace.  The count keeps a loop's fixed part, every block of which
+ * comes back; the bound from S's top leaves stale blocks counted twice to
+ * the contests (doc/hit-ratio.md).  O(LIR blocks).
+ */
+static void
+from_lirs(struct admit_policy *p)
+{
+	struct admit_policy_node *n, *prev, *h = &p->seg[ADMIT_SEG_PROTECTED],
+	                         *at = &p->seg[ADMIT_SEG_PROBATION];
+	uint64_t above = 0;             /* the weight from S's top to n's */
+
+	/* From the top of S down: each block demoted goes just under the
+	 * one demoted before it, so probation holds them in S's order, all
+	 * above Q's blocks. */
+	for (n = h->prev; n != h; n = prev) {
+		uint64_t w = weight_of(p, n);
+
+		prev = n->prev;
+		above += w;
+		if (above <= p->protected_max && p->ops->count &&
+		    p->ops->count(p->ctx, n) >= 2)
+			continue;
+		take(p, n);
+		set_seg(n, ADMIT_SEG_PROBATION);
+		p->weight[ADMIT_SEG_PROBATION] += w;
+		p->count[ADMIT_SEG_PROBATION]++;
+		update_quiet(p, ADMIT_SEG_PROBATION);
+		push_mru(at, n);
+		at = n;
+	}
+}
+
 void
 admit_policy_configure(struct admit_policy *p, const struct admit_policy_config *cfg)
 {
 	struct admit_policy_node *n;
+	bool was_lirs = is_lirs(p);
 
 	p->cfg = *cfg;
 	set_bounds(p);
 	update_quiet_all(p);
+	if (was_lirs && !is_lirs(p))
+		from_lirs(p);
 	demote_protected_overflow(p);
 	if (is_lirs(p)) {
 		to_lirs(p);

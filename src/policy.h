@@ -102,6 +102,10 @@ struct admit_policy_ops {
 	/* The entry's key hash, for the ghosts; may be NULL when the policy
 	 * has no ghost table. */
 	uint64_t (*hash)(void *ctx, const struct admit_policy_node *n);
+	/* The entry's key's count in the contest's frequencies (TinyLFU's
+	 * estimate), for a move out of LIRS (admit_policy_configure); may be
+	 * NULL: every count is then 0. */
+	unsigned (*count)(void *ctx, const struct admit_policy_node *n);
 };
 
 /* A configuration: the family (zero: W-TinyLFU); for W-TinyLFU the window's share of the capacity in percent (100 =

@@ -29,6 +29,7 @@ struct owner {
 	int verdict;                    /* 1 admit, 0 reject, -1 random */
 	uint64_t rng;
 	unsigned dropped[MAXN], ndropped, nrejected, contests;
+	unsigned count[MAXN];           /* each key's frequency (o_count) */
 };
 
 static inline struct node *
@@ -87,9 +88,17 @@ o_hash(void *ctx, const struct admit_policy_node *n)
 	return test_key((uint64_t)(node_of(n) - o->node));
 }
 
+static unsigned
+o_count(void *ctx, const struct admit_policy_node *n)
+{
+	struct owner *o = ctx;
+
+	return o->count[node_of(n) - o->node];
+}
+
 static const struct admit_policy_ops ops = {
 	.weight = o_weight, .over = o_over, .admit = o_admit, .drop = o_drop,
-	.hash = o_hash,
+	.hash = o_hash, .count = o_count,
 };
 
 static struct owner *
@@ -381,6 +390,82 @@ START_TEST(test_family_switch_keeps)
 }
 END_TEST
 
+/* Out of LIRS, the LIR blocks counted once or never go to probation in
+ * S's order, above Q's blocks, and protected starts empty: W-TinyLFU
+ * contests every entry it would not have seen hit in probation. */
+START_TEST(test_from_lirs)
+{
+	struct owner *o = owner_new(100, 0, 0, false);
+	struct admit_policy_config lirs = { 0, 0, false, false,
+	                                    ADMIT_POLICY_LIRS, true },
+	                           wt = { 1, 80, true, false, 0, true };
+	unsigned list[100], n;
+
+	admit_policy_configure(&o->p, &lirs);
+	for (unsigned k = 0; k < 100; k++)
+		put(o, k);
+	/* 0 .. 98 LIR (room in the cold start), 99 in Q; 5 to S's top. */
+	admit_policy_hit(&o->p, &o->node[5].n);
+	ck_assert_uint_eq(o->p.count[ADMIT_SEG_PROTECTED], 99);
+	admit_policy_configure(&o->p, &wt);
+	ck_assert_uint_eq(o->ndropped, 0);
+	ck_assert_uint_eq(o->p.count[ADMIT_SEG_PROTECTED], 0);
+	/* The window is filled from probation's coldest: Q's block. */
+	n = seg_list(o, ADMIT_SEG_WINDOW, list);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(list[0], 99);
+	n = seg_list(o, ADMIT_SEG_PROBATION, list);
+	ck_assert_uint_eq(n, 99);
+	for (unsigned i = 0; i < 98; i++)
+		ck_assert_uint_eq(list[i], i < 5 ? i : i + 1);
+	ck_assert_uint_eq(list[98], 5);
+	ck_assert(admit_policy_check(&o->p));
+	owner_free(o);
+}
+END_TEST
+
+/* Out of LIRS, protected keeps the LIR blocks counted more than once
+ * within protected's bound from S's top (S's order kept); every other
+ * block goes to probation in S's order, above Q's. */
+START_TEST(test_from_lirs_counted)
+{
+	struct owner *o = owner_new(100, 0, 0, false);
+	struct admit_policy_config lirs = { 0, 0, false, false,
+	                                    ADMIT_POLICY_LIRS, true },
+	                           wt = { 1, 80, true, false, 0, true };
+	unsigned list[100], n, want = 0;
+
+	admit_policy_configure(&o->p, &lirs);
+	for (unsigned k = 0; k < 100; k++) {
+		put(o, k);
+		o->count[k] = k % 2 ? 2 : 1;
+	}
+	/* LIR 0 .. 98, S's top 98; protected's bound 79 (99 of main). */
+	admit_policy_configure(&o->p, &wt);
+	ck_assert_uint_eq(o->ndropped, 0);
+	n = seg_list(o, ADMIT_SEG_PROTECTED, list);
+	/* The odd keys among S's top 79: 21 .. 97. */
+	ck_assert_uint_eq(n, 39);
+	for (unsigned i = 0; i < n; i++)
+		ck_assert_uint_eq(list[i], 21 + 2 * i);
+	/* Probation: the even keys of the top 79 and all of 0 .. 19 and 20,
+	 * in S's order, under them nothing but Q's 99, now the window's. */
+	n = seg_list(o, ADMIT_SEG_PROBATION, list);
+	ck_assert_uint_eq(n, 60);
+	for (unsigned k = 0; k < 99; k++)
+		if (k < 20 || k % 2 == 0) {
+			ck_assert_uint_eq(list[want], k);
+			want++;
+		}
+	ck_assert_uint_eq(want, 60);
+	n = seg_list(o, ADMIT_SEG_WINDOW, list);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(list[0], 99);
+	ck_assert(admit_policy_check(&o->p));
+	owner_free(o);
+}
+END_TEST
+
 /* Quiet hits (policy.h): a hit on one of the entries stamped within the
  * last count >> ADMIT_POLICY_QUIET_SHIFT accesses of a list where a hit
  * only moves changes nothing; an older one moves; a probation hit that
@@ -523,6 +608,8 @@ main(void)
 	tcase_add_test(tc, test_replace_remove);
 	tcase_add_test(tc, test_random);
 	tcase_add_test(tc, test_lirs_loop);
+	tcase_add_test(tc, test_from_lirs);
+	tcase_add_test(tc, test_from_lirs_counted);
 	tcase_add_test(tc, test_family_switch_keeps);
 	tcase_add_test(tc, test_quiet_hits);
 	tcase_add_test(tc, test_lirs_quiet_hits);

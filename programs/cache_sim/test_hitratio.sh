@@ -371,7 +371,6 @@ goals=$?
 # workloads and SPEC traces; doc/hit-ratio.md, "Shortfalls").
 cat >"$tmp/floors" <<'EOF'
 orm-night.trace.xz 1000 best 66.80
-multi3.trace.gz 250 wtinylfu 32.61
 gli.trace.gz 1000 wtinylfu 49.19
 short-large-s1 50000 best 27.56
 short-large-s1 131072 lru 35.20
@@ -381,14 +380,8 @@ short-large-s2 131072 lru 35.10
 short-large-s3 50000 best 27.40
 short-large-s3 131072 lru 35.19
 web-s1 10000 best 28.51
-web-s1 10000 wtinylfu 28.51
 web-s2 10000 best 28.46
-web-s2 10000 wtinylfu 28.46
 web-s3 10000 best 28.41
-web-s3 10000 wtinylfu 28.41
-zipf-scans-s1 10000 wtinylfu 36.45
-zipf-scans-s2 10000 wtinylfu 36.61
-zipf-scans-s3 10000 wtinylfu 36.54
 EOF
 if [ -f "$peers" ]; then
 	grep -E ',(lru|adaptive|wtinylfu),' "$tmp/all.csv" >"$tmp/peer_rows.csv"

@@ -370,6 +370,20 @@ op_admit(void *ctx, const struct admit_policy_node *cand,
 	                              admit_entry_hash(kh, admit_entry_of(victim)));
 }
 
+/* The key's TinyLFU estimate: which LIR blocks a move out of LIRS keeps
+ * in protected (policy.c). */
+static unsigned
+op_count(void *ctx, const struct admit_policy_node *n)
+{
+	const struct shard *s = ctx;
+
+	if (!s->c->sketch)
+		return 0;
+	return admit_freqsketch_estimate(s->c->sketch,
+	                                 admit_entry_hash(&s->c->kh,
+	                                                  admit_entry_of(n)));
+}
+
 /* The policy dropped n for room: out of the index, freed after a grace
  * period; a set learns that its own entry went. */
 static void op_drop(void *ctx, struct admit_policy_node *n, bool rejected)
@@ -405,7 +419,7 @@ index_hash(const void *ctx, const struct entry *e)
 
 static const struct admit_policy_ops shard_ops = {
 	.weight = op_weight, .over = op_over, .admit = op_admit, .drop = op_drop,
-	.hash = op_hash,
+	.hash = op_hash, .count = op_count,
 };
 
 /* ---- life ----------------------------------------------------------------- */
