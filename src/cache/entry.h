@@ -56,13 +56,11 @@ _Static_assert(sizeof(void *) != 8 || ADMIT_ENTRY_HEADER == 37,
 _Static_assert(ADMIT_LRU_MAX_KEY_LEN == (1u << 22) - 1,
                "klen holds every key length the cache accepts");
 
-/* node.owner's 24 bits: the key's length (22 bits) and two flags. */
-#define ADMIT_ENTRY_TIMED (UINT32_C(1) << 22)          /* expires: a timer
-                                                        * follows the data
-                                                        * (expiry.h) */
-#define ADMIT_ENTRY_CALLER_RECORDS (UINT32_C(1) << 23) /* admit_adapt_caller_
-                                                        * records() of the
-                                                        * key's hash */
+/* node.owner's 24 bits: the key's length (22 bits), then two flags:
+ * TIMED, the entry expires (a timer follows the data: expiry.h), and
+ * CALLER_RECORDS, admit_adapt_caller_records() of the key's hash. */
+#define ADMIT_ENTRY_TIMED (UINT32_C(1) << 22)
+#define ADMIT_ENTRY_CALLER_RECORDS (UINT32_C(1) << 23)
 
 static inline uint32_t
 admit_entry_meta(const struct entry *e)
