@@ -38,15 +38,27 @@ def cleanup():
 atexit.register(cleanup)
 
 
+def bindable(port):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 def free_port():
-    # A port the kernel just gave out and we released: free unless raced;
-    # the cluster bus needs port + 10000 too.
+    # A port the kernel just gave out and we released: free unless raced.
+    # The cluster bus needs port + 10000 too, which lies in the ephemeral
+    # range: any connection on the machine may hold it.
     while True:
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
         s.close()
-        if port + 10000 < 65536:
+        if port + 10000 < 65536 and bindable(port + 10000):
             return port
 
 
@@ -57,6 +69,16 @@ class Server:
         self.port = port or free_port()
         self.extra = list(extra)
         self.modargs = list(modargs)
+        # A port of our choosing taken between the check and the server's
+        # bind (its own or the cluster bus's): another one.
+        for _ in range(5 if port is None else 0):
+            try:
+                self.start()
+                return
+            except AssertionError:
+                if "Failed listening on port" not in self.log():
+                    raise
+                self.port = free_port()
         self.start()
 
     def start(self, expect_fail=False):
