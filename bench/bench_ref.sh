@@ -15,7 +15,10 @@
 # environment: N (default 16777216), BIG_N (268435456; 0 skips),
 #              ROUNDS (5), BITS ("8 16 13"), BIG_BITS (the widths of the
 #              BIG_N runs, "8 16"), REF_FLAGS (the reference's compiler
-#              flags, "-O2 -march=native" as a user's program)
+#              flags, "-O2 -march=native" as a user's program), LIMIT
+#              (1: the N-key runs measure the machine's limits too, and
+#              each limit is compared with the reference's lookup+: what
+#              a batch reading two lines a key, or one, could reach)
 # Prints every run's Mops/s, then per op the medians and the median of the
 # per-round ratios admit / reference; and each filter's bits per item and
 # measured false-positive rate (percent) with their ratios.
@@ -24,6 +27,8 @@ src=$1 prefix=$2 ref=$3
 n=${N:-16777216} big=${BIG_N:-268435456} rounds=${ROUNDS:-5}
 bits_list=${BITS:-8 16 13}
 big_bits=${BIG_BITS:-8 16}
+limit=
+[ "${LIMIT:-0}" = 1 ] && limit=--limit
 if [ ! -f "$ref/cuckoofilter.h" ]; then
 	echo "bench_ref.sh: no reference filter at $ref: skipped"
 	exit 0
@@ -53,11 +58,11 @@ for b in $bits_list; do
 	r=0
 	while [ "$r" -lt "$rounds" ]; do
 		if [ $((r % 2)) -eq 0 ]; then
-			run "$r admit" "$tmp/user_admit" "$n" "$b" >> "$out"
+			run "$r admit" "$tmp/user_admit" "$n" "$b" $limit >> "$out"
 			run "$r ref" "$tmp/user_ref" "$n" "$b" >> "$out"
 		else
 			run "$r ref" "$tmp/user_ref" "$n" "$b" >> "$out"
-			run "$r admit" "$tmp/user_admit" "$n" "$b" >> "$out"
+			run "$r admit" "$tmp/user_admit" "$n" "$b" $limit >> "$out"
 		fi
 		r=$((r + 1))
 	done
@@ -72,11 +77,11 @@ for b in $bits_list; do
 	{ v[$2, $3, $1] = $4; ops[$3] = 1 }
 	END {
 		printf "%-14s %9s %9s %14s\n", "op", "admit", "ref", "admit / ref"
-		split("insert lookup+ lookup- insert_u64 contains_u64 bits_per_item fpr_percent", order, " ")
-		for (o = 1; o <= 7; o++) {
+		split("insert lookup+ lookup- insert_u64 contains_u64 bits_per_item fpr_percent limit limit1", order, " ")
+		for (o = 1; o <= 9; o++) {
 			op = order[o]
-			# the batches against the reference single calls
-			rop = op == "insert_u64" ? "insert" : op == "contains_u64" ? "lookup+" : op
+			# the batches and the limits against the reference single calls
+			rop = op == "insert_u64" ? "insert" : op ~ /^(contains_u64|limit1?)$/ ? "lookup+" : op
 			ka = kr = kq = 0
 			delete A; delete R; delete Q
 			for (r = 0; r < rounds; r++) {
@@ -85,6 +90,8 @@ for b in $bits_list; do
 				if ((("admit", op, r) in v) && (("ref", rop, r) in v))
 					Q[++kq] = v["admit", op, r] / v["ref", rop, r]
 			}
+			if (!ka)
+				continue
 			printf "%-14s %9.2f %9.2f %14.3f%s\n", op, median(A, ka),
 			       median(R, kr), median(Q, kq),
 			       rop != op ? "  (ref: " rop ")" : ""
