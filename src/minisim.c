@@ -34,7 +34,9 @@
  * (segmented LRU with TinyLFU up to mostly recency), plain LRU, 20 %
  * without admission (segmented LRU), and W-TinyLFU's 1 % window with
  * steady frequencies (no aging, no chance admission: what a loop larger
- * than the cache needs, freqsketch.h), and LIRS (policy.h).
+ * than the cache needs, freqsketch.h), LIRS, and ARC (policy.h: a recency
+ * and a frequency list whose split the ghosts' hits move, nothing
+ * contested: what a moving hot set with one-hit wonders needs).
  * Protected is 80 % of main throughout (Caffeine's).  The 1 % window and
  * plain LRU are exact (every hit moves its entry: no quiet hits), as
  * ADMIT_LRU_WTINYLFU and plain LRU are: they are the shadows the guard
@@ -51,6 +53,7 @@ const struct admit_policy_config admit_minisim_configs[ADMIT_MINISIM_N] = {
 	{ 100, 0, false, false, 0, true }, { 20, 80, false, false, 0, false },
 	{ 1, 80, true, true, 0, false },
 	{ 0, 0, false, false, ADMIT_POLICY_LIRS, false },
+	{ 0, 0, false, false, ADMIT_POLICY_ARC, false },
 };
 
 /* The order in which decide() breaks ties: the shadows (the 1 % window,
@@ -60,12 +63,26 @@ const struct admit_policy_config admit_minisim_configs[ADMIT_MINISIM_N] = {
  * zigzag at 500 the 50 % window ties LRU through the pass after the
  * turn, where both hit the keys just read, and misses the next one. */
 static const unsigned tie_order[ADMIT_MINISIM_N] = {
-	ADMIT_MINISIM_WTINYLFU, ADMIT_MINISIM_LRU, 0, 2, 3, 4, 5, 7, 8, 9,
+	ADMIT_MINISIM_WTINYLFU, ADMIT_MINISIM_LRU, 0, 2, 3, 4, 5, 7, 8, 9, 10,
 };
 _Static_assert(ADMIT_MINISIM_WTINYLFU == 1 && ADMIT_MINISIM_LRU == 6 &&
-               ADMIT_MINISIM_N == 10, "tie_order lists every configuration once");
+               ADMIT_MINISIM_N == 11, "tie_order lists every configuration once");
 
 #define NIL UINT32_MAX
+
+/* Whether a move between configurations i and k changes family in the
+ * sense of its cost: into or out of LIRS, whose state (which blocks are
+ * LIR) takes a pass of the workload to build.  W-TinyLFU and ARC keep
+ * every entry on the same lists and build no such state: ARC's T1 and
+ * T2 are W-TinyLFU's window and probation, and protected, and its only
+ * state, T1's target, follows the ghosts' hits within a fraction of a
+ * cache's worth of misses. */
+static inline bool
+across(unsigned i, unsigned k)
+{
+	return (admit_minisim_configs[i].family == ADMIT_POLICY_LIRS) !=
+	       (admit_minisim_configs[k].family == ADMIT_POLICY_LIRS);
+}
 
 struct mnode {
 	struct admit_policy_node node;
@@ -258,8 +275,9 @@ admit_minisim_new(uint64_t max_weight, uint64_t entries,
 		                  mini_weight, max_weight == entries,
 		                  &admit_minisim_configs[i]);
 		/* LIRS's non-resident HIR blocks: at most about as many as
-		 * it holds (S bounded at twice the cache, as libCacheSim). */
-		if (admit_minisim_configs[i].family == ADMIT_POLICY_LIRS) {
+		 * it holds (S bounded at twice the cache, as libCacheSim);
+		 * ARC's B1 and B2, as many as it holds. */
+		if (admit_minisim_configs[i].family != ADMIT_POLICY_WTINYLFU) {
 			if (!admit_policy_ghosts(&m->mini[i].pol, nodes)) {
 				admit_minisim_free(m);
 				return NULL;
@@ -377,8 +395,7 @@ decide(struct admit_minisim *m)
 	if (best == m->current ||
 	    b->score + (double)b->hits <=
 	    m->mini[m->current].score + (double)m->mini[m->current].hits +
-	    (admit_minisim_configs[best].family ==
-	     admit_minisim_configs[m->current].family
+	    (!across(best, m->current)
 	     ? ADMIT_MINISIM_HYSTERESIS : ADMIT_MINISIM_FAMILY_HYSTERESIS) * reqs ||
 	    b->win - b->loss <= ADMIT_MINISIM_Z * sqrt(b->win + b->loss))
 		return;
@@ -543,8 +560,7 @@ guard(struct admit_minisim *m, uint64_t h, const bool *hit, bool real)
 	 * cost. */
 	if (m->current == shadows[to] ||
 	    score_now(m, shadows[to]) <= score_now(m, m->current) +
-	    (admit_minisim_configs[m->current].family ==
-	     admit_minisim_configs[shadows[to]].family ?
+	    (!across(m->current, shadows[to]) ?
 	     ADMIT_MINISIM_HYSTERESIS : sampled ?
 	     ADMIT_MINISIM_GUARD_SAMPLED_LEAD :
 	     ADMIT_MINISIM_FAMILY_HYSTERESIS) * (m->reqs + (double)m->gets))

@@ -26,7 +26,7 @@
 #include "policy.h"
 
 /* Mini caches, one per configuration of admit_minisim_configs. */
-#define ADMIT_MINISIM_N 10
+#define ADMIT_MINISIM_N 11
 /* Index of plain LRU among them. */
 #define ADMIT_MINISIM_LRU 6
 /* Index of W-TinyLFU with a 1 % window among them: the default fixed

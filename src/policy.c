@@ -52,6 +52,12 @@ is_lirs(const struct admit_policy *p)
 	return p->cfg.family == ADMIT_POLICY_LIRS;
 }
 
+static inline bool
+is_arc(const struct admit_policy *p)
+{
+	return p->cfg.family == ADMIT_POLICY_ARC;
+}
+
 /* The node's fields readers test (policy.h).  relaxed: the owner is the
  * only writer, ordered by its lock; readers need no order. */
 static inline void
@@ -70,12 +76,14 @@ set_stamp(struct admit_policy_node *n, uint32_t st)
 /* Whether a hit in segment k may be quiet (policy.h): in W-TinyLFU, where
  * a hit there only moves its entry to the MRU end; in LIRS, a LIR block's
  * (a move within the top of S), never a HIR block's (Q: a hit there may
- * make it LIR). */
+ * make it LIR); in ARC, T2's, never T1's (a hit there moves it to T2). */
 static inline bool
 may_be_quiet(const struct admit_policy *p, unsigned k)
 {
 	if (p->cfg.exact)
 		return false;
+	if (is_arc(p))
+		return k == ADMIT_SEG_PROTECTED;
 	if (is_lirs(p))
 		return k == ADMIT_SEG_PROTECTED;
 	return k != ADMIT_SEG_PROBATION || p->protected_max == 0;
@@ -184,6 +192,14 @@ set_bounds(struct admit_policy *p)
 	uint64_t max = p->max_weight, main;
 	unsigned w = p->cfg.window_percent, q = p->cfg.protected_percent;
 
+	if (is_arc(p)) {
+		/* T1's target p is the window's bound, set by to_arc() and
+		 * moved by ghost hits (arc_insert()); T2 may hold it all. */
+		if (p->window_max > max)
+			p->window_max = max;
+		p->protected_max = max;
+		return;
+	}
 	if (is_lirs(p)) {
 		uint64_t hir = max / 100 * ADMIT_POLICY_LIRS_HIR_PERCENT +
 		               max % 100 * ADMIT_POLICY_LIRS_HIR_PERCENT / 100;
@@ -246,16 +262,41 @@ admit_policy_ghost_bytes(const struct admit_policy *p)
 	return p->ghost ? (p->ghost_mask + 1) * sizeof(*p->ghost) : 0;
 }
 
-/* Remembers an evicted node's key and stamp. */
+/* A ghost's stamp's two low bits, in ARC: it was evicted in ARC, and
+ * from T1 (B1) or from T2 (B2).  Another family's ghost says nothing of
+ * ARC's lists.  LIRS's test of a stamp (in_stack()) is then off by three
+ * accesses at most. */
+#define GHOST_ARC 1u
+#define GHOST_T2 2u
+#define GHOST_BITS 3u
+
+/* Remembers an evicted node's key and stamp.  In ARC, marks it with the
+ * list it left and counts the ghosts by list (the one a newer ghost
+ * overwrites forgotten). */
 static inline void
 ghost_put(struct admit_policy *p, const struct admit_policy_node *n)
 {
-	uint64_t h;
+	uint64_t h, *g;
+	uint32_t st = admit_policy_stamp_of(n) & ~GHOST_BITS;
 
 	if (!p->ghost)
 		return;
 	h = p->ops->hash(p->ctx, n);
-	p->ghost[h & p->ghost_mask] = (h >> 32 << 32) | admit_policy_stamp_of(n);
+	g = &p->ghost[h & p->ghost_mask];
+	if (is_arc(p)) {
+		if ((*g & GHOST_BITS) == (GHOST_ARC | GHOST_T2))
+			p->ghost_t2 -= p->ghost_t2 > 0;
+		else if ((*g & GHOST_BITS) == GHOST_ARC)
+			p->ghost_t1 -= p->ghost_t1 > 0;
+		st |= GHOST_ARC;
+		if (admit_policy_seg_of(n) == ADMIT_SEG_PROTECTED) {
+			st |= GHOST_T2;
+			p->ghost_t2++;
+		} else {
+			p->ghost_t1++;
+		}
+	}
+	*g = (h >> 32 << 32) | st;
 }
 
 /* The stamp an evicted key had, forgetting it; false if none is kept.
@@ -273,6 +314,10 @@ ghost_take(struct admit_policy *p, const struct admit_policy_node *n,
 	if (*g == 0 || *g >> 32 != h >> 32)
 		return false;
 	*st = (uint32_t)*g;
+	if (is_arc(p) && (*st & GHOST_BITS) == (GHOST_ARC | GHOST_T2))
+		p->ghost_t2 -= p->ghost_t2 > 0;
+	else if (is_arc(p) && (*st & GHOST_BITS) == GHOST_ARC)
+		p->ghost_t1 -= p->ghost_t1 > 0;
 	*g = 0;
 	return true;
 }
@@ -376,13 +421,46 @@ from_lirs(struct admit_policy *p)
 	}
 }
 
+/*
+ * Into ARC: T1 (the window) takes probation's entries under the window's
+ * (W-TinyLFU's probation holds main's entries not hit since they came in;
+ * LIRS's Q its HIR blocks), T2 keeps protected's (W-TinyLFU's entries hit
+ * again, LIRS's LIR blocks); T1's target p starts at what T1 holds, and
+ * the ghosts' counts at zero.  O(entries in probation).
+ */
+static void
+to_arc(struct admit_policy *p)
+{
+	struct admit_policy_node *n, *h = &p->seg[ADMIT_SEG_WINDOW];
+
+	while ((n = p->seg[ADMIT_SEG_PROBATION].prev) !=
+	       &p->seg[ADMIT_SEG_PROBATION]) {
+		take(p, n);
+		set_seg(n, ADMIT_SEG_WINDOW);
+		p->weight[ADMIT_SEG_WINDOW] += weight_of(p, n);
+		p->count[ADMIT_SEG_WINDOW]++;
+		push_mru(h->next, n);   /* before the LRU end: the new coldest */
+	}
+	update_quiet_all(p);
+	p->window_max = p->weight[ADMIT_SEG_WINDOW];
+	p->ghost_t1 = p->ghost_t2 = 0;
+}
+
 void
 admit_policy_configure(struct admit_policy *p, const struct admit_policy_config *cfg)
 {
 	struct admit_policy_node *n;
-	bool was_lirs = is_lirs(p);
+	bool was_lirs = is_lirs(p), was_arc = is_arc(p);
 
 	p->cfg = *cfg;
+	if (is_arc(p)) {
+		if (!was_arc)
+			to_arc(p);
+		set_bounds(p);
+		update_quiet_all(p);
+		debug_check(p);
+		return;
+	}
 	set_bounds(p);
 	update_quiet_all(p);
 	if (was_lirs && !is_lirs(p))
@@ -429,10 +507,46 @@ lirs_insert(struct admit_policy *p, struct admit_policy_node *n)
 	}
 }
 
+/* ARC: a key whose ghost is in the table enters T2 and, when ARC evicted
+ * it, moves T1's target p, towards T1 from B1 and away from it from B2,
+ * by the key's weight times the ratio of the other list's ghosts to its
+ * own (at least 1), as ARC's adaptation; any other key enters T1.  The
+ * ghosts are a direct-mapped table of about the capacity's keys
+ * (admit_policy_ghosts), as ARC's B1 and B2 together hold at most the
+ * capacity's. */
+static void
+arc_insert(struct admit_policy *p, struct admit_policy_node *n)
+{
+	uint32_t st;
+
+	if (ghost_take(p, n, &st)) {
+		uint64_t w = weight_of(p, n), b1 = p->ghost_t1 ? p->ghost_t1 : 1,
+		         b2 = p->ghost_t2 ? p->ghost_t2 : 1;
+
+		if (!(st & GHOST_ARC)) {
+			;               /* another family's: no evidence */
+		} else if (!(st & GHOST_T2)) {
+			w *= b2 > b1 ? b2 / b1 : 1;
+			p->window_max = w > p->max_weight - p->window_max
+			                ? p->max_weight : p->window_max + w;
+		} else {
+			w *= b1 > b2 ? b1 / b2 : 1;
+			p->window_max = p->window_max > w ? p->window_max - w : 0;
+		}
+		stamp(p, n);
+		add(p, n, ADMIT_SEG_PROTECTED);
+	} else {
+		stamp(p, n);
+		add(p, n, ADMIT_SEG_WINDOW);
+	}
+}
+
 void
 admit_policy_insert(struct admit_policy *p, struct admit_policy_node *n)
 {
-	if (is_lirs(p)) {
+	if (is_arc(p)) {
+		arc_insert(p, n);
+	} else if (is_lirs(p)) {
 		lirs_insert(p, n);
 	} else {
 		stamp(p, n);
@@ -469,6 +583,16 @@ admit_policy_hit(struct admit_policy *p, struct admit_policy_node *n)
 {
 	if (admit_policy_quiet(p, n))
 		return;
+	if (is_arc(p)) {
+		/* T1 or T2: to T2's MRU end. */
+		stamp(p, n);
+		if (admit_policy_seg_of(n) == ADMIT_SEG_PROTECTED)
+			touch(p, n);
+		else
+			move(p, n, ADMIT_SEG_PROTECTED);
+		debug_check(p);
+		return;
+	}
 	if (is_lirs(p)) {
 		lirs_hit(p, n);
 		debug_check(p);
@@ -531,11 +655,37 @@ drop(struct admit_policy *p, struct admit_policy_node *n, bool rejected)
 	p->ops->drop(p->ctx, n, rejected);
 }
 
+/* ARC's replacement: T1's LRU entry while T1 is over its target p (or T2
+ * is empty), else T2's. */
+static void
+arc_evict(struct admit_policy *p)
+{
+	struct admit_policy_node *victim;
+
+	while (p->ops->over(p->ctx)) {
+		victim = NULL;
+		if (p->weight[ADMIT_SEG_WINDOW] > p->window_max ||
+		    !p->count[ADMIT_SEG_PROTECTED])
+			victim = lru_of(p, ADMIT_SEG_WINDOW);
+		if (!victim)
+			victim = victim_of(p);
+		if (!victim)
+			break;
+		drop(p, victim, false);
+		p->evicted++;
+	}
+	debug_check(p);
+}
+
 void
 admit_policy_evict(struct admit_policy *p)
 {
 	struct admit_policy_node *cand, *victim;
 
+	if (is_arc(p)) {
+		arc_evict(p);
+		return;
+	}
 	while (p->weight[ADMIT_SEG_WINDOW] > p->window_max &&
 	       (cand = lru_of(p, ADMIT_SEG_WINDOW))) {
 		bool won = false;

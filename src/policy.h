@@ -79,10 +79,16 @@ admit_policy_node_init(struct admit_policy_node *n)
 
 /* The families.  In LIRS, protected holds the LIR blocks in stack order
  * (LRU end: the bottom of S), probation is the queue Q of resident HIR
- * blocks (LRU end: the next victim), the window is empty. */
+ * blocks (LRU end: the next victim), the window is empty.  In ARC
+ * (Megiddo, Modha, "ARC: a self-tuning, low overhead replacement cache",
+ * FAST 2003), the window is T1 (keys seen once since they came in),
+ * protected is T2 (seen again), probation is empty; the window's bound
+ * is ARC's target p for T1, moved by the ghosts' hits (B1: keys evicted
+ * from T1, B2: from T2), and nothing is contested. */
 enum admit_policy_family {
 	ADMIT_POLICY_WTINYLFU,
 	ADMIT_POLICY_LIRS,
+	ADMIT_POLICY_ARC,
 };
 
 struct admit_policy_ops {
@@ -152,8 +158,13 @@ struct admit_policy {
 	 * the owner when it changes, read by lock-free readers. */
 	_Atomic uint32_t quiet[ADMIT_SEG_COUNT + 1];
 	uint64_t *ghost;                /* (hash >> 32) << 32 | stamp, by
-	                                 * hash; NULL: no ghosts */
+	                                 * hash, the stamp's two low bits
+	                                 * telling, in ARC, the list it left
+	                                 * (policy.c); NULL: no ghosts */
 	uint64_t ghost_mask;
+	/* In ARC, the ghosts in the table from T1 and from T2 (|B1|, |B2|),
+	 * counted from the move into ARC: the step of p. */
+	uint64_t ghost_t1, ghost_t2;
 };
 
 /* admit_policy_quiet masks a segment into quiet[] with ADMIT_SEG_COUNT. */
@@ -182,8 +193,10 @@ uint64_t admit_policy_ghost_bytes(const struct admit_policy *p);
  * surplus is demoted; nothing is evicted and the total weight is kept.
  * To LIRS: the window's entries join Q, protected's are the LIR blocks
  * (LIR grows as HIR blocks are reused within S); from LIRS: LIR's
- * surplus over protected's bound is demoted to probation.  O(entries
- * moved): at most the window's and protected's bounds. */
+ * surplus over protected's bound is demoted to probation.  To ARC:
+ * probation's entries join the window (T1) under its own, protected is
+ * T2, T1's target what T1 holds.  O(entries moved): at most the window's
+ * and protected's bounds. */
 void admit_policy_configure(struct admit_policy *p,
                             const struct admit_policy_config *cfg);
 

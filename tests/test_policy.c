@@ -312,7 +312,8 @@ START_TEST(test_random)
 				windows[(r >> 20) % 7], (unsigned)((r >> 30) % 101),
 				(r >> 40) & 1, false,
 				(r >> 41) % 3 == 0 ? ADMIT_POLICY_LIRS
-				                   : ADMIT_POLICY_WTINYLFU,
+				: (r >> 41) % 3 == 1 ? ADMIT_POLICY_ARC
+				: ADMIT_POLICY_WTINYLFU,
 				(r >> 44) & 1,
 			};
 
@@ -361,6 +362,49 @@ START_TEST(test_lirs_loop)
 }
 END_TEST
 
+/* ARC: a new key enters T1 (the window), a hit moves it to T2
+ * (protected); T1 over its target p gives up its LRU entry, so a scan of
+ * new keys passes through T1 and leaves T2 alone; a key evicted from T1
+ * that comes back (B1) enters T2 and moves p towards T1 by one (B2 holds
+ * no ghost: the step is 1). */
+START_TEST(test_arc)
+{
+	struct owner *o = owner_new(100, 0, 0, false);
+	struct admit_policy_config arc = { 0, 0, false, false,
+	                                   ADMIT_POLICY_ARC, true };
+	unsigned back = 0;
+
+	/* Ghosts for a few times the keys: few collide. */
+	ck_assert(admit_policy_ghosts(&o->p, MAXN));
+	admit_policy_configure(&o->p, &arc);
+	ck_assert_uint_eq(o->p.window_max, 0);
+	for (unsigned k = 0; k < 100; k++)
+		put(o, k);
+	ck_assert_uint_eq(o->p.weight[ADMIT_SEG_WINDOW], 100);
+	for (unsigned k = 0; k < 50; k++)
+		admit_policy_hit(&o->p, &o->node[k].n);
+	ck_assert_uint_eq(o->p.weight[ADMIT_SEG_PROTECTED], 50);
+	for (unsigned k = 100; k < 150; k++)
+		put(o, k);
+	ck_assert_uint_eq(o->ndropped, 50);
+	for (unsigned k = 0; k < 100; k++)
+		ck_assert_msg(o->node[k].in == (k < 50), "key %u", k);
+	/* The ghosts are a direct-mapped table: a key may have lost its
+	 * ghost to another's. */
+	for (unsigned k = 50; k < 60; k++) {
+		put(o, k);
+		back += admit_policy_seg_of(&o->node[k].n) ==
+		        ADMIT_SEG_PROTECTED;
+	}
+	ck_assert_uint_ge(back, 8);
+	ck_assert_uint_eq(o->p.window_max, back);
+	ck_assert_uint_eq(o->p.weight[ADMIT_SEG_PROTECTED], 50 + back);
+	ck_assert_uint_eq(admit_policy_weight(&o->p), 100);
+	ck_assert(admit_policy_check(&o->p));
+	owner_free(o);
+}
+END_TEST
+
 /* A change of family keeps every entry, both ways, and the bounds of the
  * new family hold at once. */
 START_TEST(test_family_switch_keeps)
@@ -368,7 +412,9 @@ START_TEST(test_family_switch_keeps)
 	struct owner *o = owner_new(100, 20, 80, true);
 	struct admit_policy_config lirs = { 0, 0, false, false,
 	                                    ADMIT_POLICY_LIRS, true },
-	                           wt = { 1, 80, true, false, 0, true };
+	                           wt = { 1, 80, true, false, 0, true },
+	                           arc = { 0, 0, false, false,
+	                                   ADMIT_POLICY_ARC, true };
 
 	for (unsigned k = 0; k < 100; k++)
 		put(o, k);
@@ -385,6 +431,18 @@ START_TEST(test_family_switch_keeps)
 	ck_assert_uint_eq(o->ndropped, 0);
 	ck_assert_uint_eq(admit_policy_weight(&o->p), 100);
 	ck_assert_uint_eq(o->p.weight[ADMIT_SEG_WINDOW], 1);
+	ck_assert(admit_policy_check(&o->p));
+	/* Into ARC: T1 is the window and probation, T2 protected, T1's
+	 * target what it holds; and out again. */
+	admit_policy_configure(&o->p, &arc);
+	ck_assert_uint_eq(o->ndropped, 0);
+	ck_assert_uint_eq(admit_policy_weight(&o->p), 100);
+	ck_assert_uint_eq(o->p.weight[ADMIT_SEG_PROBATION], 0);
+	ck_assert_uint_eq(o->p.window_max, o->p.weight[ADMIT_SEG_WINDOW]);
+	ck_assert(admit_policy_check(&o->p));
+	admit_policy_configure(&o->p, &lirs);
+	ck_assert_uint_eq(o->ndropped, 0);
+	ck_assert_uint_eq(admit_policy_weight(&o->p), 100);
 	ck_assert(admit_policy_check(&o->p));
 	owner_free(o);
 }
@@ -611,6 +669,7 @@ main(void)
 	tcase_add_test(tc, test_from_lirs);
 	tcase_add_test(tc, test_from_lirs_counted);
 	tcase_add_test(tc, test_family_switch_keeps);
+	tcase_add_test(tc, test_arc);
 	tcase_add_test(tc, test_quiet_hits);
 	tcase_add_test(tc, test_lirs_quiet_hits);
 #if ADMIT_DEBUG

@@ -6,25 +6,30 @@
  * own copies.  Capacity is a number of entries, a number of bytes, or both.
  *
  * Policies (struct admit_lru_config.policy):
- *   ADMIT_LRU_ADAPTIVE  (default) one of two families over the same
+ *   ADMIT_LRU_ADAPTIVE  (default) one of three families over the same
  *                       lists, chosen by miniature simulation (Waldspurger
  *                       et al., USENIX ATC 2017): W-TinyLFU (a window LRU
  *                       in front of a segmented main LRU, protected 80 %
  *                       of main; a key leaving the window enters main only
- *                       if TinyLFU rates it above main's victim) or LIRS
+ *                       if TinyLFU rates it above main's victim), LIRS
  *                       (Jiang & Zhang, SIGMETRICS 2002; 1 % of the cache
- *                       for resident HIR blocks, ghosts of evicted keys).
- *                       10 small caches run the same policy on a
+ *                       for resident HIR blocks, ghosts of evicted keys)
+ *                       or ARC (Megiddo & Modha, FAST 2003; a list of keys
+ *                       seen once and one of keys seen again, whose split
+ *                       the ghosts' hits move).
+ *                       11 small caches run the same policy on a
  *                       hash-sampled subset of the keys (all keys up to
  *                       2048 entries; above, about 2048 entries each):
  *                       windows of 0, 1, 5, 20, 50, 80 % with admission,
  *                       20 % without, plain LRU, 1 % with TinyLFU steady
- *                       (no aging, no admission by chance), and LIRS.  It
+ *                       (no aging, no admission by chance), LIRS and
+ *                       ARC.  It
  *                       runs plain LRU until a key comes back or a key
  *                       is set that no get missed (a load), then LIRS,
  *                       and moves to the best (a tie to W-TinyLFU 1 % or
  *                       LRU, the guard's two) when it beats
- *                       the current one by 0.5 point (2 across families)
+ *                       the current one by 0.5 point (2 into or out of
+ *                       LIRS)
  *                       and by twice its sampling error, and undoes a move
  *                       after which its own hits fell.  A guard
  *                       compares its own hits since the start with those
@@ -36,8 +41,8 @@
  *                       rates its current configuration as well
  *                       (doc/hit-ratio.md, "The guard": what that bounds,
  *                       at what confidence, and its limits).  A move
- *                       keeps every entry.  Memory: about 8.1 bytes per entry at 131072
- *                       entries, a constant 1.06 MB above (stats:
+ *                       keeps every entry.  Memory: about 8.9 bytes per entry at 131072
+ *                       entries, a constant 1.16 MB above (stats:
  *                       sim_bytes), plus 8 to 16 bytes per entry of ghosts.
  *   ADMIT_LRU_WTINYLFU  the same with a fixed window (window_percent).
  *   ADMIT_LRU_TINYLFU   one LRU list; a new key is admitted only if TinyLFU

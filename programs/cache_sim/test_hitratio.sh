@@ -372,16 +372,10 @@ goals=$?
 cat >"$tmp/floors" <<'EOF'
 orm-night.trace.xz 1000 best 66.80
 gli.trace.gz 1000 wtinylfu 49.19
-short-large-s1 50000 best 27.56
 short-large-s1 131072 lru 35.20
-short-large-s2 50000 best 27.31
 short-large-s2 131072 best 35.10
 short-large-s2 131072 lru 35.10
-short-large-s3 50000 best 27.40
 short-large-s3 131072 lru 35.19
-web-s1 10000 best 28.51
-web-s2 10000 best 28.46
-web-s3 10000 best 28.41
 EOF
 if [ -f "$peers" ]; then
 	grep -E ',(lru|adaptive|wtinylfu),' "$tmp/all.csv" >"$tmp/peer_rows.csv"
