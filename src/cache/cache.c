@@ -198,7 +198,7 @@ read_path(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 {
 	struct shard *s = shard_of(c, h);
 	enum admit_status st = ADMIT_NOTFOUND;
-	_Atomic unsigned long *r = admit_rcu_read_begin();
+	struct admit_rcu_section r = admit_rcu_read_begin();
 	struct entry *e = shard_lookup(s, h, key, klen);
 	bool watched, quiet;
 
