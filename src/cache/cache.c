@@ -224,7 +224,7 @@ read_path(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	else if (quiet)
 		shard_note_quiet(s);
 	else
-		shard_note_access(s, e);
+		shard_note_access(s, e, h);
 	admit_rcu_read_end(r);
 	if (e ? watched : admit_adapt_watches(c->adapt, h))
 		c->adapt->ops->on_get(c->adapt, h, e != NULL, e && !quiet);

@@ -24,6 +24,7 @@ admit_readbuf_init(struct admit_readbuf *b)
 		for (uint64_t k = 0; k < ADMIT_READBUF_SLOTS; k++) {
 			atomic_init(&b->ring[r].slot[k].seq, k);
 			atomic_init(&b->ring[r].slot[k].ev, 0);
+			atomic_init(&b->ring[r].slot[k].arg, 0);
 		}
 	}
 }
@@ -102,7 +103,7 @@ admit_readbuf_choose(void)
 }
 
 size_t
-admit_readbuf_take(struct admit_readbuf_ring *r, uintptr_t *ev)
+admit_readbuf_take(struct admit_readbuf_ring *r, uintptr_t *ev, uint64_t *arg)
 {
 	uint64_t head = r->head; /* in a register across the atomics */
 	size_t n;
@@ -115,8 +116,9 @@ admit_readbuf_take(struct admit_readbuf_ring *r, uintptr_t *ev)
 		if (atomic_load_explicit(&sl->seq, memory_order_acquire) !=
 		    head + 1)
 			break;
-		/* relaxed: ordered by the acquire just above. */
+		/* relaxed, both: ordered by the acquire just above. */
 		ev[n] = atomic_load_explicit(&sl->ev, memory_order_relaxed);
+		arg[n] = atomic_load_explicit(&sl->arg, memory_order_relaxed);
 		/* release: pairs with the acquire in admit_readbuf_push(). */
 		atomic_store_explicit(&sl->seq, head + ADMIT_READBUF_SLOTS,
 		                      memory_order_release);
@@ -127,22 +129,21 @@ admit_readbuf_take(struct admit_readbuf_ring *r, uintptr_t *ev)
 
 void
 admit_readbuf_drain_ring(struct admit_readbuf_ring *r,
-                         void (*apply)(void *ctx, const uintptr_t *ev, size_t n),
-                         void *ctx)
+                         admit_readbuf_apply_t apply, void *ctx)
 {
 	uintptr_t ev[ADMIT_READBUF_SLOTS];
+	uint64_t arg[ADMIT_READBUF_SLOTS];
 	size_t n;
 
 	do {
-		n = admit_readbuf_take(r, ev);
+		n = admit_readbuf_take(r, ev, arg);
 		if (n)
-			apply(ctx, ev, n);
+			apply(ctx, ev, arg, n);
 	} while (n == ADMIT_READBUF_SLOTS);
 }
 
 void
-admit_readbuf_drain(struct admit_readbuf *b,
-                    void (*apply)(void *ctx, const uintptr_t *ev, size_t n),
+admit_readbuf_drain(struct admit_readbuf *b, admit_readbuf_apply_t apply,
                     void *ctx)
 {
 	for (unsigned k = 0; k < ADMIT_READBUF_RINGS; k++)
