@@ -85,6 +85,19 @@ admit_entry_klen(const struct entry *e)
 	return admit_entry_meta(e) & ADMIT_LRU_MAX_KEY_LEN;
 }
 
+/* Whether e's key is klen bytes long: admit_entry_klen(e) == klen, byte by
+ * byte, without assembling the 24-bit field (a lookup's test of every
+ * entry in its chain). */
+static inline bool
+admit_entry_klen_is(const struct entry *e, size_t klen)
+{
+	const unsigned char *o = e->node.owner;
+
+	return o[0] == (unsigned char)klen &&
+	       o[1] == (unsigned char)(klen >> 8) &&
+	       (o[2] & (ADMIT_LRU_MAX_KEY_LEN >> 16)) == klen >> 16;
+}
+
 static inline bool
 admit_entry_timed(const struct entry *e)
 {

@@ -146,7 +146,7 @@ admit_index_find(struct admit_index_table *t, uint64_t h, const void *key,
 	/* An hnext word is an address alone. */
 	for (e = admit_index_entry(w); e;
 	     e = (struct entry *)admit_rcu_deref(p)) {
-		if (admit_entry_klen(e) == klen &&
+		if (admit_entry_klen_is(e, klen) &&
 		    admit_index_same_key(e->data, key, klen))
 			break;
 		p = &e->hnext;
