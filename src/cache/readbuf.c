@@ -29,7 +29,7 @@ admit_readbuf_init(struct admit_readbuf *b)
 	}
 }
 
-_Thread_local unsigned admit_readbuf_thread_ring
+_Thread_local uint32_t admit_readbuf_thread_at
 	__attribute__((tls_model("initial-exec")));
 
 /* Bit k set: owned ring k has an owner.  Process-wide, as the ring index
@@ -50,7 +50,7 @@ give_back(void *v)
 {
 	unsigned k = (unsigned)(uintptr_t)v - 1;
 
-	admit_readbuf_thread_ring = ADMIT_READBUF_RINGS;
+	admit_readbuf_thread_at = ADMIT_READBUF_AT(ADMIT_READBUF_RINGS - 1);
 	/* release: pairs with the acquire in admit_readbuf_choose() of the
 	 * next owner, which so sees this thread's last tail and slots. */
 	atomic_fetch_and_explicit(&owned_rings, ~(1u << k), memory_order_release);
@@ -98,7 +98,7 @@ admit_readbuf_choose(void)
 			break;
 		}
 	}
-	admit_readbuf_thread_ring = k + 1;
+	admit_readbuf_thread_at = ADMIT_READBUF_AT(k);
 	return k + 1;
 }
 

@@ -76,27 +76,60 @@ struct admit_readbuf_mark {
 /* Sets b up empty. */
 void admit_readbuf_init(struct admit_readbuf *b);
 
-/* This thread's ring index + 1 (0: not chosen yet), the same for every
- * buffer.  initial-exec: read with one instruction, not a call to
+/* This thread's ring, the same for every buffer: its byte offset in a
+ * buffer's ring array, + 1 (0: not chosen yet).  An offset rather than an
+ * index, so that a read finds its ring by one addition, not a multiply by
+ * the ring's size.  initial-exec: read with one instruction, not a call to
  * __tls_get_addr per read (4 bytes of the static TLS surplus when the
  * library is dlopen'd). */
-extern _Thread_local unsigned admit_readbuf_thread_ring
+extern _Thread_local uint32_t admit_readbuf_thread_at
 	__attribute__((tls_model("initial-exec")));
+
+/* admit_readbuf_thread_at's value for ring k. */
+#define ADMIT_READBUF_AT(k) \
+	((uint32_t)((k) * sizeof(struct admit_readbuf_ring)) + 1)
+_Static_assert(ADMIT_READBUF_RINGS * sizeof(struct admit_readbuf_ring) <
+               UINT32_MAX, "a ring's offset fits admit_readbuf_thread_at");
 
 /* Chooses this thread's ring: the first owned ring no live thread owns,
  * claimed until this thread exits, else the shared one.  Returns its index
  * + 1. */
 unsigned admit_readbuf_choose(void);
 
+/* This thread's ring as admit_readbuf_thread_at holds it, chosen if need
+ * be. */
+static inline uint32_t
+admit_readbuf_my_at(void)
+{
+	uint32_t at = admit_readbuf_thread_at;
+
+	if (__builtin_expect(at == 0, 0)) {
+		admit_readbuf_choose();
+		at = admit_readbuf_thread_at;
+	}
+	return at;
+}
+
+/* The ring of b at offset at (admit_readbuf_thread_at's form). */
+static inline struct admit_readbuf_ring *
+admit_readbuf_ring_at(struct admit_readbuf *b, uint32_t at)
+{
+	return (struct admit_readbuf_ring *)(void *)((char *)b->ring + (at - 1));
+}
+
+/* Whether the ring at offset at is an owned one (single producer). */
+static inline bool
+admit_readbuf_owned_at(uint32_t at)
+{
+	return at < ADMIT_READBUF_AT(ADMIT_READBUF_OWNED);
+}
+
 /* This thread's ring index + 1. */
 static inline unsigned
 admit_readbuf_my_index(void)
 {
-	unsigned k = admit_readbuf_thread_ring;
-
-	if (__builtin_expect(k == 0, 0))
-		k = admit_readbuf_choose();
-	return k;
+	return (unsigned)((admit_readbuf_my_at() - 1) /
+	                  sizeof(struct admit_readbuf_ring)) + 1;
 }
 
 /* The ring this thread pushes to: one per thread, so that one thread's
@@ -104,7 +137,7 @@ admit_readbuf_my_index(void)
 static inline struct admit_readbuf_ring *
 admit_readbuf_mine(struct admit_readbuf *b)
 {
-	return &b->ring[admit_readbuf_my_index() - 1];
+	return admit_readbuf_ring_at(b, admit_readbuf_my_at());
 }
 
 /* Queues the event (ev, arg) on r, which only the calling thread pushes to
@@ -177,11 +210,12 @@ admit_readbuf_push(struct admit_readbuf_ring *r, uintptr_t ev, uint64_t arg)
 static inline uint64_t
 admit_readbuf_push_mine(struct admit_readbuf *b, uintptr_t ev, uint64_t arg)
 {
-	unsigned k = admit_readbuf_my_index();
+	uint32_t at = admit_readbuf_my_at();
 
-	if (__builtin_expect(k <= ADMIT_READBUF_OWNED, 1))
-		return admit_readbuf_push_owner(&b->ring[k - 1], ev, arg);
-	return admit_readbuf_push(&b->ring[k - 1], ev, arg);
+	if (__builtin_expect(admit_readbuf_owned_at(at), 1))
+		return admit_readbuf_push_owner(admit_readbuf_ring_at(b, at), ev,
+		                                arg);
+	return admit_readbuf_push(admit_readbuf_ring_at(b, at), ev, arg);
 }
 
 /* Counts a read that queues no event in counter i of this thread's ring
@@ -189,10 +223,10 @@ admit_readbuf_push_mine(struct admit_readbuf *b, uintptr_t ev, uint64_t arg)
 static inline void
 admit_readbuf_count(struct admit_readbuf *b, unsigned i)
 {
-	unsigned k = admit_readbuf_my_index();
-	_Atomic uint64_t *n = &b->ring[k - 1].counted[i];
+	uint32_t at = admit_readbuf_my_at();
+	_Atomic uint64_t *n = &admit_readbuf_ring_at(b, at)->counted[i];
 
-	if (__builtin_expect(k <= ADMIT_READBUF_OWNED, 1))
+	if (__builtin_expect(admit_readbuf_owned_at(at), 1))
 		/* relaxed, and no locked instruction: only the ring's owner
 		 * writes it; its readers want a sum, not an order. */
 		atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1,
