@@ -154,47 +154,64 @@ age(struct admit_freqsketch *s)
 	atomic_flag_clear_explicit(&s->aging, memory_order_release);
 }
 
+/* Counter i of x's value in the block b. */
+static inline __attribute__((always_inline)) unsigned
+counter_of(_Atomic uint64_t *b, uint64_t x, unsigned i)
+{
+	/* relaxed: as in age(). */
+	return (unsigned)(atomic_load_explicit(&b[word_of(x, i)],
+	                                       memory_order_relaxed) >>
+	                  shift_of(x, i) & 15);
+}
+
+/* Raises counter i of x in the block b by one, unless at the maximum. */
+static inline __attribute__((always_inline)) void
+raise_one(_Atomic uint64_t *b, uint64_t x, unsigned i)
+{
+	_Atomic uint64_t *w = &b[word_of(x, i)];
+	unsigned sh = shift_of(x, i);
+	/* relaxed: as in age(). */
+	uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+
+	while ((v >> sh & 15) != 15 &&
+	       !atomic_compare_exchange_weak_explicit(w, &v,
+	                                              v + ((uint64_t)1 << sh),
+	                                              memory_order_relaxed,
+	                                              memory_order_relaxed))
+		;
+}
+
 /* Raises the key's least counters, those equal to its estimate, unless
  * at the maximum (a conservative update: Estan, Varghese, SIGCOMM 2002).
  * A counter above the least already counts other keys' records as well
  * as this key's; raising only the least keeps a light key's estimate near
  * its own count where a plain count-min lets collisions lift it.  x is the
- * key's mixed hash (block_of). */
+ * key's mixed hash (block_of).  A raised counter's word is read again
+ * (it is in the line just read): a concurrent change between the two
+ * reads makes this raise one of a counter a little higher than the least,
+ * and the estimate stays an upper bound all the same. */
 static inline __attribute__((always_inline)) void
 raise_counters(struct admit_freqsketch *s, uint64_t x)
 {
 	_Atomic uint64_t *b = s->table + (x & s->block_mask) * WORDS_PER_BLOCK;
-	uint64_t v[4];
-	unsigned c[4], least = ADMIT_FREQSKETCH_MAX;
+	unsigned c0 = counter_of(b, x, 0), c1 = counter_of(b, x, 1);
+	unsigned c2 = counter_of(b, x, 2), c3 = counter_of(b, x, 3);
+	unsigned least = c0 < c1 ? c0 : c1;
 
-#pragma GCC unroll 4
-	for (unsigned i = 0; i < 4; i++) {
-		/* relaxed: as in age(). */
-		v[i] = atomic_load_explicit(&b[word_of(x, i)],
-		                            memory_order_relaxed);
-		c[i] = (unsigned)(v[i] >> shift_of(x, i) & 15);
-		least = c[i] < least ? c[i] : least;
-	}
+	least = c2 < least ? c2 : least;
+	least = c3 < least ? c3 : least;
 	/* Saturated (under skew, the hot keys': most records): read, not
 	 * written. */
 	if (least == ADMIT_FREQSKETCH_MAX)
 		return;
-#pragma GCC unroll 4
-	for (unsigned i = 0; i < 4; i++) {
-		unsigned sh = shift_of(x, i);
-
-		if (c[i] != least)
-			continue;
-		/* A concurrent change between the read above and here makes
-		 * this raise one of a counter a little higher than the least:
-		 * the estimate stays an upper bound all the same. */
-		while ((v[i] >> sh & 15) != 15 &&
-		       !atomic_compare_exchange_weak_explicit(
-		               &b[word_of(x, i)], &v[i],
-		               v[i] + ((uint64_t)1 << sh),
-		               memory_order_relaxed, memory_order_relaxed))
-			;
-	}
+	if (c0 == least)
+		raise_one(b, x, 0);
+	if (c1 == least)
+		raise_one(b, x, 1);
+	if (c2 == least)
+		raise_one(b, x, 2);
+	if (c3 == least)
+		raise_one(b, x, 3);
 }
 
 /* Counts n records; returns how many of them come before the next

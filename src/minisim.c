@@ -659,9 +659,15 @@ get(struct admit_minisim *m, uint64_t h, int real)
 			start_ends(m, "reused");
 	}
 	cur = hit[m->current];
+	/* Only a mini cache that disagrees with the current one counts (a
+	 * count plus 0 is the same count). */
 	for (unsigned i = 0; i < ADMIT_MINISIM_N; i++) {
-		m->mini[i].win += hit[i] && !cur;
-		m->mini[i].loss += cur && !hit[i];
+		if (hit[i] == cur)
+			continue;
+		if (cur)
+			m->mini[i].loss += 1;
+		else
+			m->mini[i].win += 1;
 	}
 	if (real >= 0) {
 		guard(m, h, hit, real);

@@ -31,6 +31,7 @@
 #define ADMIT_RCU_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <urcu-bp.h>
@@ -72,18 +73,19 @@ admit_rcu_read_unlock(void)
 
 /*
  * The same read-side section for a hot path, on a handle: this thread's
- * urcu-bp reader counter, looked up once by admit_rcu_read_begin() and
- * passed to admit_rcu_read_end(), where urcu_bp_read_lock() and _unlock()
- * look the reader up twice each (a call to __tls_get_addr each: liburcu's
- * thread-local is in another shared object).  The steps on the counter are
+ * urcu-bp reader counter and liburcu's membarrier flag, looked up once by
+ * admit_rcu_read_begin() and passed to admit_rcu_read_end(), where
+ * urcu_bp_read_lock() and _unlock() look the reader up twice each (a call
+ * to __tls_get_addr each: liburcu's thread-local is in another shared
+ * object) and the flag once each.  The steps on the counter are
  * those of liburcu's inline read side (<urcu/static/urcu-bp.h>, the
  * _LGPL_SOURCE API, stable within its soname), on the handle: the same
- * counter, the same fence (urcu_bp_smp_mb_slave), so sections of either
+ * counter, the same fence (urcu_bp_smp_mb_slave's), so sections of either
  * form nest in each other and grace periods see both.  Our accesses to the
  * counter and to the grace-period phase are C11 atomics, relaxed: each is
  * one aligned word that liburcu's writer side reads or writes whole, and
- * the fence, not the access, orders them with the section.  The handle is
- * the counter itself, the reader's first member, not the reader:
+ * the fence, not the access, orders them with the section.  The handle's
+ * counter is the counter itself, the reader's first member, not the reader:
  * liburcu's registry places readers 64 bytes apart where the header
  * declares them 128-aligned, so an access through struct urcu_bp_reader
  * would be misaligned for its type (UBSan says so).  Valid until its
@@ -95,47 +97,67 @@ _Static_assert(sizeof(_Atomic unsigned long) == sizeof(unsigned long) &&
                _Alignof(_Atomic unsigned long) == _Alignof(unsigned long),
                "liburcu's counters can be accessed as C11 atomics");
 
-static inline _Atomic unsigned long *
+struct admit_rcu_section {
+	_Atomic unsigned long *ctr;     /* this thread's reader counter */
+	bool membarrier;                /* urcu_bp_has_sys_membarrier, which
+	                                 * liburcu sets once at its load */
+};
+
+/* urcu_bp_smp_mb_slave() on the flag the section read at its begin: a
+ * compiler barrier where liburcu's writers use membarrier(), else a full
+ * fence. */
+static inline void
+admit_rcu_mb_slave(bool membarrier)
+{
+	if (caa_likely(membarrier))
+		cmm_barrier();
+	else
+		cmm_smp_mb();
+}
+
+static inline struct admit_rcu_section
 admit_rcu_read_begin(void)
 {
 	struct urcu_bp_reader *r = URCU_TLS(urcu_bp_reader);
-	_Atomic unsigned long *ctr, *phase;
+	struct admit_rcu_section sec;
+	_Atomic unsigned long *phase;
 	unsigned long tmp;
 
 	if (__builtin_expect(!r, 0)) {
 		urcu_bp_register();
 		r = URCU_TLS(urcu_bp_reader);
 	}
-	ctr = (_Atomic unsigned long *)(void *)r;
+	sec.ctr = (_Atomic unsigned long *)(void *)r;
+	sec.membarrier = urcu_bp_has_sys_membarrier;
 	phase = (_Atomic unsigned long *)(void *)&urcu_bp_gp.ctr;
 	/* Not reordered by the compiler with a mutex the caller takes. */
 	atomic_signal_fence(memory_order_seq_cst);
 	/* relaxed: only this thread writes its counter. */
-	tmp = atomic_load_explicit(ctr, memory_order_relaxed);
+	tmp = atomic_load_explicit(sec.ctr, memory_order_relaxed);
 	if (__builtin_expect(!(tmp & URCU_BP_GP_CTR_NEST_MASK), 1)) {
 		/* Outermost: take the grace period's phase (relaxed: the
 		 * fence below orders the section after the store). */
-		atomic_store_explicit(ctr, atomic_load_explicit(phase,
+		atomic_store_explicit(sec.ctr, atomic_load_explicit(phase,
 		                      memory_order_relaxed), memory_order_relaxed);
-		urcu_bp_smp_mb_slave();
+		admit_rcu_mb_slave(sec.membarrier);
 	} else {
 		/* relaxed: a nested section changes no phase. */
-		atomic_store_explicit(ctr, tmp + URCU_BP_GP_COUNT,
+		atomic_store_explicit(sec.ctr, tmp + URCU_BP_GP_COUNT,
 		                      memory_order_relaxed);
 	}
-	return ctr;
+	return sec;
 }
 
 static inline void
-admit_rcu_read_end(_Atomic unsigned long *ctr)
+admit_rcu_read_end(struct admit_rcu_section sec)
 {
 	/* relaxed: only this thread writes its counter. */
-	unsigned long tmp = atomic_load_explicit(ctr, memory_order_relaxed);
+	unsigned long tmp = atomic_load_explicit(sec.ctr, memory_order_relaxed);
 
 	ADMIT_RCU_TSAN_RELEASE();
-	urcu_bp_smp_mb_slave();  /* the section's loads before the store */
+	admit_rcu_mb_slave(sec.membarrier);  /* the section's loads before the store */
 	/* relaxed: ordered by the fence above. */
-	atomic_store_explicit(ctr, tmp - URCU_BP_GP_COUNT, memory_order_relaxed);
+	atomic_store_explicit(sec.ctr, tmp - URCU_BP_GP_COUNT, memory_order_relaxed);
 	atomic_signal_fence(memory_order_seq_cst);
 }
 

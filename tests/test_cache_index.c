@@ -142,6 +142,51 @@ START_TEST(test_find_replace_remove)
 }
 END_TEST
 
+/* A key's length is compared in all its 22 bits, its flags aside: an
+ * entry whose key starts with an 8-byte key's bytes but is 8 + 256 or
+ * 8 + 65536 bytes long (the same low byte) is not that key. */
+START_TEST(test_key_length)
+{
+	static const size_t len[] = {
+		0, 1, 8, 255, 256, 264, 65535, 65536, 65544,
+		ADMIT_LRU_MAX_KEY_LEN,
+	};
+	enum { N = sizeof(len) / sizeof(len[0]) };
+	struct admit_index ix;
+	struct entry *e[3], *m = calloc(1, sizeof(struct entry));
+	_Atomic uintptr_t *p;
+	uint64_t k = test_key(5);
+
+	ck_assert_ptr_nonnull(m);
+	for (size_t i = 0; i < N; i++) {
+		admit_entry_set_meta(m, (uint32_t)len[i] | ADMIT_ENTRY_TIMED |
+		                        ADMIT_ENTRY_CALLER_RECORDS);
+		for (size_t j = 0; j < N; j++)
+			ck_assert(admit_entry_klen_is(m, len[j]) == (i == j));
+		ck_assert(!admit_entry_klen_is(m, len[i] + (1u << 22)));
+		ck_assert(!admit_entry_klen_is(m, len[i] + ((size_t)1 << 30)));
+	}
+	free(m);
+	init(&ix, 64);
+	for (int i = 0; i < 3; i++) {
+		size_t klen = i == 0 ? 8 + 256 : i == 1 ? 8 + 65536 : 8;
+
+		e[i] = calloc(1, ADMIT_ENTRY_HEADER + klen);
+		ck_assert_ptr_nonnull(e[i]);
+		admit_entry_set_meta(e[i], (uint32_t)klen);
+		memcpy(e[i]->data, &k, sizeof(k));
+		ck_assert_ptr_null(admit_index_find_locked(&ix, key_hash(k),
+		                                           e[i]->data, klen, &p));
+		admit_index_insert_locked(&ix, p, e[i], key_hash(k));
+		/* The 8-byte key finds its own entry only, the last. */
+		ck_assert_ptr_eq(read_key(&ix, 5), i == 2 ? e[2] : NULL);
+	}
+	admit_index_destroy(&ix);
+	for (int i = 0; i < 3; i++)
+		free(e[i]);
+}
+END_TEST
+
 START_TEST(test_grow)
 {
 	enum { N = 5000 };
@@ -273,6 +318,7 @@ main(void)
 	TCase *tc = tcase_create("index");
 
 	tcase_add_test(tc, test_find_replace_remove);
+	tcase_add_test(tc, test_key_length);
 	tcase_add_test(tc, test_grow);
 	tcase_add_test(tc, test_readers_during_grow);
 	tcase_add_test(tc, test_misfiled);

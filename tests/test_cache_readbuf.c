@@ -1,7 +1,8 @@
 /*
  * Unit tests for the cache's read buffer (src/cache/readbuf.h): a ring
  * holds ADMIT_READBUF_SLOTS events and refuses the next, cues a drain each
- * half ring, gives them back in order (a ring's drain only its own), marks
+ * half ring, gives them back in order, each with the word pushed with it
+ * (a ring's drain only its own), marks
  * and heads agree, concurrent producers (owners and sharers of rings) lose
  * no event and keep each one's order, each owned ring has one owner at a
  * time, and the counters of reads that queue nothing lose no count.
@@ -22,45 +23,53 @@ START_TEST(test_full_and_order)
 	struct admit_readbuf_ring *r;
 	struct admit_readbuf_mark m;
 	uintptr_t ev[ADMIT_READBUF_SLOTS];
+	uint64_t arg[ADMIT_READBUF_SLOTS];
 
 	admit_readbuf_init(b);
 	r = admit_readbuf_mine(b);
 	ck_assert_ptr_eq(admit_readbuf_mine(b), r);  /* one ring a thread */
 	for (uintptr_t i = 0; i < ADMIT_READBUF_SLOTS; i++) {
-		uint64_t end = admit_readbuf_push(r, i * 8);
+		uint64_t end = admit_readbuf_push(r, i * 8, ~(uint64_t)i);
 
 		ck_assert_uint_eq(end, i + 1);
 		/* The drain's cue after each half ring's last push. */
 		ck_assert(admit_readbuf_due(end) ==
 		          ((i + 1) % (ADMIT_READBUF_SLOTS / 2) == 0));
 	}
-	ck_assert(!admit_readbuf_push(r, 1));
+	ck_assert(!admit_readbuf_push(r, 1, 1));
 	admit_readbuf_tails(b, &m);
 	ck_assert(!admit_readbuf_passed(b, &m));
-	ck_assert_uint_eq(admit_readbuf_take(r, ev), ADMIT_READBUF_SLOTS);
-	for (uintptr_t i = 0; i < ADMIT_READBUF_SLOTS; i++)
+	ck_assert_uint_eq(admit_readbuf_take(r, ev, arg), ADMIT_READBUF_SLOTS);
+	for (uintptr_t i = 0; i < ADMIT_READBUF_SLOTS; i++) {
 		ck_assert_uint_eq(ev[i], i * 8);
+		ck_assert_uint_eq(arg[i], ~(uint64_t)i);
+	}
 	ck_assert(admit_readbuf_passed(b, &m));
-	ck_assert_uint_eq(admit_readbuf_take(r, ev), 0);
+	ck_assert_uint_eq(admit_readbuf_take(r, ev, arg), 0);
 	/* A second lap reuses the slots. */
-	ck_assert(admit_readbuf_push(r, 5));
-	ck_assert(admit_readbuf_push(r, 6));
-	ck_assert_uint_eq(admit_readbuf_take(r, ev), 2);
+	ck_assert(admit_readbuf_push(r, 5, 50));
+	ck_assert(admit_readbuf_push(r, 6, 60));
+	ck_assert_uint_eq(admit_readbuf_take(r, ev, arg), 2);
 	ck_assert_uint_eq(ev[0], 5);
 	ck_assert_uint_eq(ev[1], 6);
+	ck_assert_uint_eq(arg[0], 50);
+	ck_assert_uint_eq(arg[1], 60);
 	admit_table_free(b, sizeof(*b));
 }
 END_TEST
 
 static uintptr_t drained[2 * ADMIT_READBUF_SLOTS];
+static uint64_t drained_arg[2 * ADMIT_READBUF_SLOTS];
 static size_t ndrained;
 
 static void
-collect(void *ctx, const uintptr_t *ev, size_t n)
+collect(void *ctx, const uintptr_t *ev, const uint64_t *arg, size_t n)
 {
 	(void)ctx;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		drained_arg[ndrained] = arg[i];
 		drained[ndrained++] = ev[i];
+	}
 }
 
 /* A ring's drain takes that ring's events only, in order; the buffer's
@@ -71,19 +80,23 @@ START_TEST(test_drain_ring)
 
 	admit_readbuf_init(b);
 	for (uintptr_t i = 1; i <= 3; i++) {
-		ck_assert(admit_readbuf_push(&b->ring[0], i * 16));
-		ck_assert(admit_readbuf_push(&b->ring[1], i * 16 + 8));
+		ck_assert(admit_readbuf_push(&b->ring[0], i * 16, i));
+		ck_assert(admit_readbuf_push(&b->ring[1], i * 16 + 8, i + 100));
 	}
 	ndrained = 0;
 	admit_readbuf_drain_ring(&b->ring[1], collect, NULL);
 	ck_assert_uint_eq(ndrained, 3);
-	for (size_t i = 0; i < 3; i++)
+	for (size_t i = 0; i < 3; i++) {
 		ck_assert_uint_eq(drained[i], (i + 1) * 16 + 8);
+		ck_assert_uint_eq(drained_arg[i], i + 101);
+	}
 	ndrained = 0;
 	admit_readbuf_drain(b, collect, NULL);
 	ck_assert_uint_eq(ndrained, 3);
-	for (size_t i = 0; i < 3; i++)
+	for (size_t i = 0; i < 3; i++) {
 		ck_assert_uint_eq(drained[i], (i + 1) * 16);
+		ck_assert_uint_eq(drained_arg[i], i + 1);
+	}
 	admit_table_free(b, sizeof(*b));
 }
 END_TEST
@@ -104,19 +117,21 @@ producer(void *arg)
 	 * loaded machine it may not have.  More producers than owned rings:
 	 * the last ring's share it. */
 	for (uintptr_t n = 1; n <= EACH; n++)
-		while (!admit_readbuf_push_mine(shared, t << 32 | n))
+		while (!admit_readbuf_push_mine(shared, t << 32 | n,
+		                                ~(uint64_t)(t << 32 | n)))
 			sched_yield();
 	return NULL;
 }
 
 static void
-check_batch(void *ctx, const uintptr_t *ev, size_t n)
+check_batch(void *ctx, const uintptr_t *ev, const uint64_t *arg, size_t n)
 {
 	(void)ctx;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t t = ev[i] >> 32, k = ev[i] & 0xffffffffu;
 
-		if (t >= PRODUCERS || k != next_seen[t] + 1)
+		if (t >= PRODUCERS || k != next_seen[t] + 1 ||
+		    arg[i] != ~(uint64_t)ev[i])
 			out_of_order++;
 		else
 			next_seen[t] = k;
@@ -181,7 +196,10 @@ START_TEST(test_owners)
 	pthread_t t[N];
 	unsigned owners[ADMIT_READBUF_RINGS] = { 0 };
 	/* This thread's ring, if an earlier test chose one (CK_FORK=no). */
-	unsigned mine = admit_readbuf_thread_ring;
+	unsigned mine = admit_readbuf_thread_at
+	                ? (unsigned)((admit_readbuf_thread_at - 1) /
+	                             sizeof(struct admit_readbuf_ring)) + 1
+	                : 0;
 	bool own = mine >= 1 && mine <= ADMIT_READBUF_OWNED;
 	unsigned first = choose_in_new_thread();
 

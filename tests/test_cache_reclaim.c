@@ -35,11 +35,12 @@ START_TEST(test_batch_waits_for_heads)
 	struct admit_reclaim r;
 	struct entry *first = entry();
 	uintptr_t ev[ADMIT_READBUF_SLOTS];
+	uint64_t arg[ADMIT_READBUF_SLOTS];
 
 	admit_readbuf_init(rb);
 	admit_reclaim_init(&r, rb, &pending);
 	/* A reader found `first` and pushed its event before it was retired. */
-	ck_assert(admit_readbuf_push(admit_readbuf_mine(rb), (uintptr_t)first));
+	ck_assert(admit_readbuf_push(admit_readbuf_mine(rb), (uintptr_t)first, 0));
 	admit_reclaim_retire_locked(&r, first);
 	ck_assert(first->dead);
 	for (int i = 1; i < ADMIT_RECLAIM_BATCH - 1; i++)
@@ -59,7 +60,7 @@ START_TEST(test_batch_waits_for_heads)
 	ck_assert_ptr_null(atomic_load(&r.ready));
 	ck_assert_ptr_nonnull(r.waiting);
 	/* The drain takes it (first is still readable), then it goes. */
-	ck_assert_uint_eq(admit_readbuf_take(admit_readbuf_mine(rb), ev), 1);
+	ck_assert_uint_eq(admit_readbuf_take(admit_readbuf_mine(rb), ev, arg), 1);
 	ck_assert(((struct entry *)ev[0])->dead);
 	admit_reclaim_collect_locked(&r);
 	ck_assert_ptr_null(r.waiting);

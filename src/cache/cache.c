@@ -198,7 +198,7 @@ read_path(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 {
 	struct shard *s = shard_of(c, h);
 	enum admit_status st = ADMIT_NOTFOUND;
-	_Atomic unsigned long *r = admit_rcu_read_begin();
+	struct admit_rcu_section r = admit_rcu_read_begin();
 	struct entry *e = shard_lookup(s, h, key, klen);
 	bool watched, quiet;
 
@@ -224,7 +224,7 @@ read_path(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	else if (quiet)
 		shard_note_quiet(s);
 	else
-		shard_note_access(s, e);
+		shard_note_access(s, e, h);
 	admit_rcu_read_end(r);
 	if (e ? watched : admit_adapt_watches(c->adapt, h))
 		c->adapt->ops->on_get(c->adapt, h, e != NULL, e && !quiet);
@@ -236,7 +236,41 @@ struct copy {
 	size_t bufsize, *vlen;
 };
 
-static enum admit_status
+/* memcpy(dst, src, n), inline up to 32 bytes (a value of a few words is
+ * the commonest): two overlapping moves of the widest size that fits,
+ * where a call to memcpy would also make the read path keep its values in
+ * callee-saved registers across the call. */
+static inline __attribute__((always_inline)) void
+copy_bytes(unsigned char *dst, const unsigned char *src, size_t n)
+{
+	struct w16 { unsigned char b[16]; } a16, b16;
+	uint64_t a8, b8;
+	uint32_t a4, b4;
+
+	if (n > 32) {
+		memcpy(dst, src, n);
+	} else if (n >= 16) {
+		memcpy(&a16, src, 16);
+		memcpy(&b16, src + n - 16, 16);
+		memcpy(dst, &a16, 16);
+		memcpy(dst + n - 16, &b16, 16);
+	} else if (n >= 8) {
+		memcpy(&a8, src, 8);
+		memcpy(&b8, src + n - 8, 8);
+		memcpy(dst, &a8, 8);
+		memcpy(dst + n - 8, &b8, 8);
+	} else if (n >= 4) {
+		memcpy(&a4, src, 4);
+		memcpy(&b4, src + n - 4, 4);
+		memcpy(dst, &a4, 4);
+		memcpy(dst + n - 4, &b4, 4);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			dst[i] = src[i];
+	}
+}
+
+static inline __attribute__((always_inline)) enum admit_status
 copy_value(const struct entry *e, const unsigned char *value, void *arg)
 {
 	struct copy *x = arg;
@@ -244,8 +278,7 @@ copy_value(const struct entry *e, const unsigned char *value, void *arg)
 	*x->vlen = e->vlen;
 	if (e->vlen > x->bufsize)
 		return ADMIT_EBUFFER;
-	if (e->vlen)
-		memcpy(x->buf, value, e->vlen);
+	copy_bytes(x->buf, value, e->vlen);
 	return ADMIT_OK;
 }
 
@@ -257,7 +290,8 @@ copy_read(struct admit_lru *c, bool hashed, uint64_t h, const void *key,
 {
 	struct copy x = { buf, bufsize, vlen };
 
-	if (!c || !vlen || !admit_key_ok(key, klen) || (!buf && bufsize))
+	if (__builtin_expect(!c || !vlen || !admit_key_ok(key, klen) ||
+	                     (!buf && bufsize), 0))
 		return ADMIT_EINVAL;
 	/* An 8-byte key (an integer id, the commonest) on a path of its own,
 	 * where its hash and compare are those of a constant length. */

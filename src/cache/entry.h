@@ -85,16 +85,36 @@ admit_entry_klen(const struct entry *e)
 	return admit_entry_meta(e) & ADMIT_LRU_MAX_KEY_LEN;
 }
 
+/* Whether e's key is klen bytes long: admit_entry_klen(e) == klen, byte by
+ * byte, without assembling the 24-bit field (a lookup's test of every
+ * entry in its chain). */
+static inline bool
+admit_entry_klen_is(const struct entry *e, size_t klen)
+{
+	const unsigned char *o = e->node.owner;
+
+	return o[0] == (unsigned char)klen &&
+	       o[1] == (unsigned char)(klen >> 8) &&
+	       (o[2] & (ADMIT_LRU_MAX_KEY_LEN >> 16)) == klen >> 16;
+}
+
+/* The flags are bits of the third byte: each read with that byte alone. */
+_Static_assert(ADMIT_ENTRY_TIMED >> 16 < 256 &&
+               ADMIT_ENTRY_CALLER_RECORDS >> 16 < 256 &&
+               (ADMIT_ENTRY_TIMED & 0xffff) == 0 &&
+               (ADMIT_ENTRY_CALLER_RECORDS & 0xffff) == 0,
+               "the flags are in node.owner[2]");
+
 static inline bool
 admit_entry_timed(const struct entry *e)
 {
-	return admit_entry_meta(e) & ADMIT_ENTRY_TIMED;
+	return e->node.owner[2] & (ADMIT_ENTRY_TIMED >> 16);
 }
 
 static inline bool
 admit_entry_caller_records(const struct entry *e)
 {
-	return admit_entry_meta(e) & ADMIT_ENTRY_CALLER_RECORDS;
+	return e->node.owner[2] & (ADMIT_ENTRY_CALLER_RECORDS >> 16);
 }
 
 /* Whether an entry of a klen-byte key and a vlen-byte value has lengths

@@ -146,7 +146,7 @@ admit_index_find(struct admit_index_table *t, uint64_t h, const void *key,
 	/* An hnext word is an address alone. */
 	for (e = admit_index_entry(w); e;
 	     e = (struct entry *)admit_rcu_deref(p)) {
-		if (admit_entry_klen(e) == klen &&
+		if (admit_entry_klen_is(e, klen) &&
 		    admit_index_same_key(e->data, key, klen))
 			break;
 		p = &e->hnext;
@@ -169,13 +169,14 @@ static inline bool
 admit_index_read(struct admit_index *ix, uint64_t h, const void *key,
                  size_t klen, struct entry **out)
 {
-	/* stripe.h's reader, on one stripe. */
-	struct stripe_reader r = { .a = &ix->resizing, .b = &ix->resizing };
+	/* stripe.h's one-stripe reader: the stripe's value, even (no grow
+	 * under way) before the chains are read, unchanged after a miss. */
+	uint32_t v = stripe_peek(&ix->resizing);
 
-	if (!stripe_read_begin(&r))
+	if (v & 1)
 		return false;
 	*out = admit_index_find(admit_rcu_deref(&ix->table), h, key, klen, NULL);
-	return *out || stripe_read_end(&r);
+	return *out || stripe_unchanged(&ix->resizing, v);
 }
 
 /* The writer's view of the table. */

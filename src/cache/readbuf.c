@@ -24,11 +24,12 @@ admit_readbuf_init(struct admit_readbuf *b)
 		for (uint64_t k = 0; k < ADMIT_READBUF_SLOTS; k++) {
 			atomic_init(&b->ring[r].slot[k].seq, k);
 			atomic_init(&b->ring[r].slot[k].ev, 0);
+			atomic_init(&b->ring[r].slot[k].arg, 0);
 		}
 	}
 }
 
-_Thread_local unsigned admit_readbuf_thread_ring
+_Thread_local uint32_t admit_readbuf_thread_at
 	__attribute__((tls_model("initial-exec")));
 
 /* Bit k set: owned ring k has an owner.  Process-wide, as the ring index
@@ -49,7 +50,7 @@ give_back(void *v)
 {
 	unsigned k = (unsigned)(uintptr_t)v - 1;
 
-	admit_readbuf_thread_ring = ADMIT_READBUF_RINGS;
+	admit_readbuf_thread_at = ADMIT_READBUF_AT(ADMIT_READBUF_RINGS - 1);
 	/* release: pairs with the acquire in admit_readbuf_choose() of the
 	 * next owner, which so sees this thread's last tail and slots. */
 	atomic_fetch_and_explicit(&owned_rings, ~(1u << k), memory_order_release);
@@ -97,12 +98,12 @@ admit_readbuf_choose(void)
 			break;
 		}
 	}
-	admit_readbuf_thread_ring = k + 1;
+	admit_readbuf_thread_at = ADMIT_READBUF_AT(k);
 	return k + 1;
 }
 
 size_t
-admit_readbuf_take(struct admit_readbuf_ring *r, uintptr_t *ev)
+admit_readbuf_take(struct admit_readbuf_ring *r, uintptr_t *ev, uint64_t *arg)
 {
 	uint64_t head = r->head; /* in a register across the atomics */
 	size_t n;
@@ -115,8 +116,9 @@ admit_readbuf_take(struct admit_readbuf_ring *r, uintptr_t *ev)
 		if (atomic_load_explicit(&sl->seq, memory_order_acquire) !=
 		    head + 1)
 			break;
-		/* relaxed: ordered by the acquire just above. */
+		/* relaxed, both: ordered by the acquire just above. */
 		ev[n] = atomic_load_explicit(&sl->ev, memory_order_relaxed);
+		arg[n] = atomic_load_explicit(&sl->arg, memory_order_relaxed);
 		/* release: pairs with the acquire in admit_readbuf_push(). */
 		atomic_store_explicit(&sl->seq, head + ADMIT_READBUF_SLOTS,
 		                      memory_order_release);
@@ -127,22 +129,21 @@ admit_readbuf_take(struct admit_readbuf_ring *r, uintptr_t *ev)
 
 void
 admit_readbuf_drain_ring(struct admit_readbuf_ring *r,
-                         void (*apply)(void *ctx, const uintptr_t *ev, size_t n),
-                         void *ctx)
+                         admit_readbuf_apply_t apply, void *ctx)
 {
 	uintptr_t ev[ADMIT_READBUF_SLOTS];
+	uint64_t arg[ADMIT_READBUF_SLOTS];
 	size_t n;
 
 	do {
-		n = admit_readbuf_take(r, ev);
+		n = admit_readbuf_take(r, ev, arg);
 		if (n)
-			apply(ctx, ev, n);
+			apply(ctx, ev, arg, n);
 	} while (n == ADMIT_READBUF_SLOTS);
 }
 
 void
-admit_readbuf_drain(struct admit_readbuf *b,
-                    void (*apply)(void *ctx, const uintptr_t *ev, size_t n),
+admit_readbuf_drain(struct admit_readbuf *b, admit_readbuf_apply_t apply,
                     void *ctx)
 {
 	for (unsigned k = 0; k < ADMIT_READBUF_RINGS; k++)

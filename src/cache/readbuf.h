@@ -16,7 +16,9 @@
  * consumer (one at a time: the caller serialises drains) takes each
  * ring's events in order, up to the first slot still being written.
  *
- * An event is a uintptr_t the owner chooses, never a slot's business.
+ * An event is a uintptr_t the owner chooses and a 64-bit word carried
+ * with it (admit_lru: the entry, and its key's hash, which the entry does
+ * not store), never a slot's business.
  * Progress: a push is wait-free on an owned ring and lock-free on the
  * shared one (a failed CAS means another push took the slot), and fails,
  * rather than waits, when its ring is full.
@@ -45,10 +47,11 @@
 
 /* seq is the slot's turn: pos when free for the push at ring position pos,
  * pos + 1 once that push is written, pos + ADMIT_READBUF_SLOTS once
- * taken. */
+ * taken; ev and arg are the event. */
 struct admit_readbuf_slot {
 	_Atomic uint64_t seq;
 	_Atomic uintptr_t ev;
+	_Atomic uint64_t arg;
 };
 
 struct admit_readbuf_ring {
@@ -73,27 +76,60 @@ struct admit_readbuf_mark {
 /* Sets b up empty. */
 void admit_readbuf_init(struct admit_readbuf *b);
 
-/* This thread's ring index + 1 (0: not chosen yet), the same for every
- * buffer.  initial-exec: read with one instruction, not a call to
+/* This thread's ring, the same for every buffer: its byte offset in a
+ * buffer's ring array, + 1 (0: not chosen yet).  An offset rather than an
+ * index, so that a read finds its ring by one addition, not a multiply by
+ * the ring's size.  initial-exec: read with one instruction, not a call to
  * __tls_get_addr per read (4 bytes of the static TLS surplus when the
  * library is dlopen'd). */
-extern _Thread_local unsigned admit_readbuf_thread_ring
+extern _Thread_local uint32_t admit_readbuf_thread_at
 	__attribute__((tls_model("initial-exec")));
+
+/* admit_readbuf_thread_at's value for ring k. */
+#define ADMIT_READBUF_AT(k) \
+	((uint32_t)((k) * sizeof(struct admit_readbuf_ring)) + 1)
+_Static_assert(ADMIT_READBUF_RINGS * sizeof(struct admit_readbuf_ring) <
+               UINT32_MAX, "a ring's offset fits admit_readbuf_thread_at");
 
 /* Chooses this thread's ring: the first owned ring no live thread owns,
  * claimed until this thread exits, else the shared one.  Returns its index
  * + 1. */
 unsigned admit_readbuf_choose(void);
 
+/* This thread's ring as admit_readbuf_thread_at holds it, chosen if need
+ * be. */
+static inline uint32_t
+admit_readbuf_my_at(void)
+{
+	uint32_t at = admit_readbuf_thread_at;
+
+	if (__builtin_expect(at == 0, 0)) {
+		admit_readbuf_choose();
+		at = admit_readbuf_thread_at;
+	}
+	return at;
+}
+
+/* The ring of b at offset at (admit_readbuf_thread_at's form). */
+static inline struct admit_readbuf_ring *
+admit_readbuf_ring_at(struct admit_readbuf *b, uint32_t at)
+{
+	return (struct admit_readbuf_ring *)(void *)((char *)b->ring + (at - 1));
+}
+
+/* Whether the ring at offset at is an owned one (single producer). */
+static inline bool
+admit_readbuf_owned_at(uint32_t at)
+{
+	return at < ADMIT_READBUF_AT(ADMIT_READBUF_OWNED);
+}
+
 /* This thread's ring index + 1. */
 static inline unsigned
 admit_readbuf_my_index(void)
 {
-	unsigned k = admit_readbuf_thread_ring;
-
-	if (__builtin_expect(k == 0, 0))
-		k = admit_readbuf_choose();
-	return k;
+	return (unsigned)((admit_readbuf_my_at() - 1) /
+	                  sizeof(struct admit_readbuf_ring)) + 1;
 }
 
 /* The ring this thread pushes to: one per thread, so that one thread's
@@ -101,14 +137,15 @@ admit_readbuf_my_index(void)
 static inline struct admit_readbuf_ring *
 admit_readbuf_mine(struct admit_readbuf *b)
 {
-	return &b->ring[admit_readbuf_my_index() - 1];
+	return admit_readbuf_ring_at(b, admit_readbuf_my_at());
 }
 
-/* Queues ev on r, which only the calling thread pushes to (it owns r);
- * returns the ring position after it (at least 1), or 0 when the ring is
- * full. */
+/* Queues the event (ev, arg) on r, which only the calling thread pushes to
+ * (it owns r); returns the ring position after it (at least 1), or 0 when
+ * the ring is full. */
 static inline uint64_t
-admit_readbuf_push_owner(struct admit_readbuf_ring *r, uintptr_t ev)
+admit_readbuf_push_owner(struct admit_readbuf_ring *r, uintptr_t ev,
+                         uint64_t arg)
 {
 	/* relaxed: only r's owner writes tail; a new owner's claim acquires
 	 * the release of the last one's (readbuf.c). */
@@ -122,17 +159,18 @@ admit_readbuf_push_owner(struct admit_readbuf_ring *r, uintptr_t ev)
 	/* relaxed: tail only picks the slot; the slot's seq hands the event
 	 * over. */
 	atomic_store_explicit(&r->tail, pos + 1, memory_order_relaxed);
-	/* relaxed: published by the release below. */
+	/* relaxed, both: published by the release below. */
 	atomic_store_explicit(&sl->ev, ev, memory_order_relaxed);
+	atomic_store_explicit(&sl->arg, arg, memory_order_relaxed);
 	/* release: pairs with the acquire in admit_readbuf_take(). */
 	atomic_store_explicit(&sl->seq, pos + 1, memory_order_release);
 	return pos + 1;
 }
 
-/* Queues ev on r, to which any thread may push; returns as
- * admit_readbuf_push_owner(). */
+/* Queues the event (ev, arg) on r, to which any thread may push; returns
+ * as admit_readbuf_push_owner(). */
 static inline uint64_t
-admit_readbuf_push(struct admit_readbuf_ring *r, uintptr_t ev)
+admit_readbuf_push(struct admit_readbuf_ring *r, uintptr_t ev, uint64_t arg)
 {
 	/* relaxed: a slot's seq, not tail, hands the event over; tail only
 	 * picks the slot. */
@@ -149,8 +187,10 @@ admit_readbuf_push(struct admit_readbuf_ring *r, uintptr_t ev)
 			if (atomic_compare_exchange_weak_explicit(&r->tail, &pos, pos + 1,
 			                                          memory_order_relaxed,
 			                                          memory_order_relaxed)) {
-				/* relaxed: published by the release below. */
+				/* relaxed, both: published by the
+				 * release below. */
 				atomic_store_explicit(&sl->ev, ev, memory_order_relaxed);
+				atomic_store_explicit(&sl->arg, arg, memory_order_relaxed);
 				/* release: pairs with the acquire in
 				 * admit_readbuf_take(). */
 				atomic_store_explicit(&sl->seq, pos + 1, memory_order_release);
@@ -165,16 +205,17 @@ admit_readbuf_push(struct admit_readbuf_ring *r, uintptr_t ev)
 	}
 }
 
-/* Queues ev on this thread's ring of b; returns as
+/* Queues the event (ev, arg) on this thread's ring of b; returns as
  * admit_readbuf_push_owner(). */
 static inline uint64_t
-admit_readbuf_push_mine(struct admit_readbuf *b, uintptr_t ev)
+admit_readbuf_push_mine(struct admit_readbuf *b, uintptr_t ev, uint64_t arg)
 {
-	unsigned k = admit_readbuf_my_index();
+	uint32_t at = admit_readbuf_my_at();
 
-	if (__builtin_expect(k <= ADMIT_READBUF_OWNED, 1))
-		return admit_readbuf_push_owner(&b->ring[k - 1], ev);
-	return admit_readbuf_push(&b->ring[k - 1], ev);
+	if (__builtin_expect(admit_readbuf_owned_at(at), 1))
+		return admit_readbuf_push_owner(admit_readbuf_ring_at(b, at), ev,
+		                                arg);
+	return admit_readbuf_push(admit_readbuf_ring_at(b, at), ev, arg);
 }
 
 /* Counts a read that queues no event in counter i of this thread's ring
@@ -182,10 +223,10 @@ admit_readbuf_push_mine(struct admit_readbuf *b, uintptr_t ev)
 static inline void
 admit_readbuf_count(struct admit_readbuf *b, unsigned i)
 {
-	unsigned k = admit_readbuf_my_index();
-	_Atomic uint64_t *n = &b->ring[k - 1].counted[i];
+	uint32_t at = admit_readbuf_my_at();
+	_Atomic uint64_t *n = &admit_readbuf_ring_at(b, at)->counted[i];
 
-	if (__builtin_expect(k <= ADMIT_READBUF_OWNED, 1))
+	if (__builtin_expect(admit_readbuf_owned_at(at), 1))
 		/* relaxed, and no locked instruction: only the ring's owner
 		 * writes it; its readers want a sum, not an order. */
 		atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1,
@@ -208,22 +249,25 @@ admit_readbuf_due(uint64_t end)
 	return (end & (ADMIT_READBUF_SLOTS / 2 - 1)) == 0;
 }
 
-/* Takes up to ADMIT_READBUF_SLOTS of r's events, in order, into ev, up to
- * the first slot still being written; returns how many.  The consumer's. */
-size_t admit_readbuf_take(struct admit_readbuf_ring *r, uintptr_t *ev);
+/* Takes up to ADMIT_READBUF_SLOTS of r's events, in order, into ev and
+ * arg, up to the first slot still being written; returns how many.  The
+ * consumer's. */
+size_t admit_readbuf_take(struct admit_readbuf_ring *r, uintptr_t *ev,
+                          uint64_t *arg);
 
-/* Takes r's events in order, handing them to apply(ctx, ev, n) a batch of
- * at most ADMIT_READBUF_SLOTS at a time.  The consumer's. */
+/* What a drain hands a batch of n events to: their ev and arg in order. */
+typedef void (*admit_readbuf_apply_t)(void *ctx, const uintptr_t *ev,
+                                      const uint64_t *arg, size_t n);
+
+/* Takes r's events in order, handing them to apply(ctx, ev, arg, n) a
+ * batch of at most ADMIT_READBUF_SLOTS at a time.  The consumer's. */
 void admit_readbuf_drain_ring(struct admit_readbuf_ring *r,
-                              void (*apply)(void *ctx, const uintptr_t *ev,
-                                            size_t n),
-                              void *ctx);
+                              admit_readbuf_apply_t apply, void *ctx);
 
 /* Takes every ring's events, each ring in order, handing them to
- * apply(ctx, ev, n) a batch of at most ADMIT_READBUF_SLOTS at a time.  The
- * consumer's. */
-void admit_readbuf_drain(struct admit_readbuf *b,
-                         void (*apply)(void *ctx, const uintptr_t *ev, size_t n),
+ * apply(ctx, ev, arg, n) a batch of at most ADMIT_READBUF_SLOTS at a time.
+ * The consumer's. */
+void admit_readbuf_drain(struct admit_readbuf *b, admit_readbuf_apply_t apply,
                          void *ctx);
 
 /* The rings' tails now: every push that ended before this call lies below

@@ -44,8 +44,9 @@
 
 /* A buffered event: a read's hit that was not quiet (the entry), or, the
  * entry's address | EV_RECORD, a hit a locked call applied itself whose
- * TinyLFU record waits its turn among the reads'.  A read's miss and its
- * quiet hit are only counted (shard_note_miss, shard_note_quiet). */
+ * TinyLFU record waits its turn among the reads'; its arg is the key's
+ * hash, as the request gave it.  A read's miss and its quiet hit are only
+ * counted (shard_note_miss, shard_note_quiet). */
 #define EV_RECORD ((uintptr_t)1)
 _Static_assert(_Alignof(struct entry) > EV_RECORD, "EV_RECORD is a free bit");
 
@@ -75,13 +76,15 @@ drain_records(const struct admit_lru *c, const struct entry *e)
 
 /* Applies n (at most ADMIT_READBUF_SLOTS) events in order: a first pass
  * starts the cache misses of the hits' list neighbours and gathers the
- * sketch's records, a second applies the hits and misses, then the records
- * are made, in the events' order, their sketch lines requested together
+ * sketch's records (the hashes the events carry: the key is not hashed
+ * again), a second applies the hits and misses, then the records are
+ * made, in the events' order, their sketch lines requested together
  * (admit_freqsketch_record_batch).  The two kinds commute: a hit's move
  * reads no count, a record no list. */
-static void apply_events(void *ctx, const uintptr_t *ev, size_t n) ADMIT_NO_TS;
+static void apply_events(void *ctx, const uintptr_t *ev, const uint64_t *arg,
+                         size_t n) ADMIT_NO_TS;
 static void
-apply_events(void *ctx, const uintptr_t *ev, size_t n)
+apply_events(void *ctx, const uintptr_t *ev, const uint64_t *arg, size_t n)
 {
 	struct shard *s = ctx;
 	struct admit_lru *c = s->c;
@@ -97,7 +100,7 @@ apply_events(void *ctx, const uintptr_t *ev, size_t n)
 			__builtin_prefetch(e->node.next, 1);
 		}
 		if (drain_records(c, e))
-			h[nrec++] = admit_entry_hash(&c->kh, e);
+			h[nrec++] = arg[i];
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct entry *e = (struct entry *)ev[i];
@@ -197,12 +200,12 @@ shard_try_maintain(struct shard *s)
 
 /* The ring was full: as if pushed and drained at once. */
 void
-shard_note_access_full(struct shard *s, struct entry *e)
+shard_note_access_full(struct shard *s, struct entry *e, uint64_t h)
 {
 	uintptr_t ev = (uintptr_t)e;
 
 	shard_lock_mine(s);
-	apply_events(s, &ev, 1);
+	apply_events(s, &ev, &h, 1);
 	shard_unlock(s);
 }
 
@@ -220,11 +223,11 @@ shard_record_locked(struct shard *s, uint64_t h, struct entry *e)
 	}
 	/* e is live: its batch cannot be freed before the head passes this
 	 * slot, as for a read's push. */
-	if (admit_readbuf_push_mine(&s->rb, ev))
+	if (admit_readbuf_push_mine(&s->rb, ev, h))
 		return;
 	/* full: what a read would find drained */
 	admit_readbuf_drain_ring(admit_readbuf_mine(&s->rb), apply_events, s);
-	if (!admit_readbuf_push_mine(&s->rb, ev))
+	if (!admit_readbuf_push_mine(&s->rb, ev, h))
 		admit_freqsketch_record(c->sketch, h);
 }
 

@@ -192,25 +192,26 @@ shard_note_miss(struct shard *s)
 	admit_readbuf_count(&s->rb, SHARD_MISSES);
 }
 
-/* A read's hit on e (not quiet) queued for the drain, or, when
- * its ring is full, applied at once under the mutex: no access is ever
- * dropped.  Every half ring its reader runs the maintenance over its own
+/* A read's hit on e (not quiet), of key hash h, queued for the drain with
+ * h (so that the drain's TinyLFU record does not hash the key again), or,
+ * when its ring is full, applied at once under the mutex: no access is
+ * ever dropped.  Every half ring its reader runs the maintenance over its own
  * ring if the mutex is free (the holder drains otherwise), so the rings
  * seldom fill and a read seldom waits.  In the read-side section that
  * found e: reclaim.h relies on every push of an entry ending before the
  * grace period does. */
-void shard_note_access_full(struct shard *s, struct entry *e)
+void shard_note_access_full(struct shard *s, struct entry *e, uint64_t h)
 	ADMIT_EXCLUDES(s->mu);
 void shard_try_maintain(struct shard *s) ADMIT_EXCLUDES(s->mu);
-static inline void shard_note_access(struct shard *s, struct entry *e)
-	ADMIT_EXCLUDES(s->mu);
+static inline void shard_note_access(struct shard *s, struct entry *e,
+                                     uint64_t h) ADMIT_EXCLUDES(s->mu);
 static inline __attribute__((always_inline)) void
-shard_note_access(struct shard *s, struct entry *e)
+shard_note_access(struct shard *s, struct entry *e, uint64_t h)
 {
-	uint64_t end = admit_readbuf_push_mine(&s->rb, (uintptr_t)e);
+	uint64_t end = admit_readbuf_push_mine(&s->rb, (uintptr_t)e, h);
 
 	if (!end)
-		shard_note_access_full(s, e);
+		shard_note_access_full(s, e, h);
 	else if (__builtin_expect(admit_readbuf_due(end), 0))
 		shard_try_maintain(s);
 }
