@@ -141,6 +141,11 @@ struct admit_minisim {
 	 * outcome is known, never decayed. */
 	struct { double diff, disc; } guard[2];
 	double guard_n;
+	/* On a sampled cache, each shadow's mini cache's lead over the
+	 * current configuration's since the last switch or the last get they
+	 * were level (a CUSUM), and the gets where they differed meanwhile:
+	 * what a move to the shadow would cost (guard()). */
+	struct { double lead, disc; } owed[2];
 	/* The same per group of sampled keys (a sampled cache only: the
 	 * random groups guard_se() estimates the sampling error from). */
 	struct { double diff[2], n; } group[ADMIT_MINISIM_GROUPS];
@@ -361,6 +366,8 @@ switch_to(struct admit_minisim *m, unsigned k)
 	for (unsigned i = 0; i < ADMIT_MINISIM_N; i++)
 		m->mini[i].win = m->mini[i].loss = 0;
 	m->had = (struct paired){ 0 };
+	m->owed[0].lead = m->owed[0].disc = 0;
+	m->owed[1].lead = m->owed[1].disc = 0;
 }
 
 /*
@@ -509,7 +516,14 @@ guard_se(const struct admit_minisim *m, unsigned j)
  * configuration it runs now does as well on.  Where keys are sampled, a
  * mini cache's estimate of its configuration also errs by its scaling
  * (a 2,048-entry cache standing for a larger one), which the sampled
- * margin allows for (doc/hit-ratio.md, "The guard").
+ * margin allows for (doc/hit-ratio.md, "The guard").  There the guard
+ * also counts what a move will cost: the shadow's mini cache's lead over
+ * the current configuration's since they were last level (owed), beyond
+ * ADMIT_MINISIM_Z x its own error, is hits on keys the shadow holds and
+ * the real cache, run as the current configuration, lacks; after a move
+ * each is a miss the shadow does not take.  The guard acts on D + owed,
+ * so it moves before the lead it bounds grows by the move's cost
+ * (doc/hit-ratio.md, "The move's cost").
  */
 static void
 guard(struct admit_minisim *m, uint64_t h, const bool *hit, bool real)
@@ -534,11 +548,21 @@ guard(struct admit_minisim *m, uint64_t h, const bool *hit, bool real)
 		m->guard[j].diff += d;
 		m->guard[j].disc += hit[shadows[j]] != real;
 		m->group[g].diff[j] += d;
+		if (sampled && hit[shadows[j]] != hit[m->current]) {
+			m->owed[j].lead += (double)hit[shadows[j]] -
+			                   (double)hit[m->current];
+			m->owed[j].disc += 1;
+			if (m->owed[j].lead <= 0)
+				m->owed[j].lead = m->owed[j].disc = 0;
+		}
 	}
 	if (m->guard_n < (double)(m->period / 4))
 		return;
 	for (unsigned j = 0; j < 2; j++) {
-		double over = m->guard[j].diff - margin * m->guard_n;
+		double owed = m->owed[j].lead -
+		              ADMIT_MINISIM_Z * sqrt(m->owed[j].disc);
+		double over = m->guard[j].diff + fmax(owed, 0) -
+		              margin * m->guard_n;
 
 		if (over <= 0)
 			continue;

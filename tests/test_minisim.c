@@ -41,6 +41,15 @@ request(struct admit_minisim *m, uint64_t key)
 		admit_minisim_get(m, h);
 }
 
+static void
+request_real(struct admit_minisim *m, uint64_t key, bool real)
+{
+	uint64_t h = test_key(key);
+
+	if (admit_minisim_sampled(m, h))
+		admit_minisim_get_real(m, h, real);
+}
+
 START_TEST(test_bad_args)
 {
 	ck_assert_ptr_null(admit_minisim_new(0, 10, always, NULL));
@@ -340,6 +349,44 @@ START_TEST(test_guard_sampled)
 }
 END_TEST
 
+/* The move's cost in the guard (a sampled cache, 3,600 entries): a real
+ * cache that hit every get on a hot set of 1,500 keys runs well ahead of
+ * both shadows; then a zigzag over 4,000 other keys, where the real
+ * cache hits only as LRU does and only while it runs a shadow's
+ * configuration.  The shadows' mini caches gain on the configuration the
+ * cache runs (LIRS, from the first reuse) from the zigzag's first turn,
+ * and each of those hits is a key the real cache will lack after a move
+ * to a shadow: counted as owed, they have the guard move the cache to a
+ * shadow by the 5,200th get of the zigzag (at the 4,868th); on the lead
+ * over the shadows alone it waits for the lead the hot set gave the real
+ * cache to run out, and decide() moves first (at the 5,465th). */
+START_TEST(test_guard_owed)
+{
+	struct admit_minisim *m = admit_minisim_new(3600, 3600, always, NULL);
+	static uint64_t last[4000];
+	struct prng r = { 1 };
+	uint64_t i;
+
+	ck_assert_ptr_nonnull(m);
+	for (i = 0; i < 40000; i++)
+		request_real(m, 100000 + prng_below(&r, 1500), true);
+	ck_assert_uint_eq(admit_minisim_guarded(m), 0);
+	for (i = 0; i < 5200; i++) {
+		unsigned cur = admit_minisim_current(m);
+		uint64_t k = i % 8000 < 4000 ? i % 8000 : 7999 - i % 8000;
+		bool lru_hit = i >= 4000 && i - last[k] <= 3600;
+
+		last[k] = i;
+		request_real(m, k, lru_hit && (cur == ADMIT_MINISIM_LRU ||
+		                               cur == ADMIT_MINISIM_WTINYLFU));
+	}
+	ck_assert_uint_ge(admit_minisim_guarded(m), 1);
+	ck_assert(admit_minisim_current(m) == ADMIT_MINISIM_LRU ||
+	          admit_minisim_current(m) == ADMIT_MINISIM_WTINYLFU);
+	admit_minisim_free(m);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -359,6 +406,7 @@ main(void)
 	tcase_add_test(tc, test_undo);
 	tcase_add_test(tc, test_guard);
 	tcase_add_test(tc, test_guard_sampled);
+	tcase_add_test(tc, test_guard_owed);
 	suite_add_tcase(s, tc);
 	return test_run(srunner_create(s));
 }
