@@ -349,6 +349,25 @@ demote_protected_overflow(struct admit_policy *p)
 		move(p, n, ADMIT_SEG_PROBATION);
 }
 
+/* Moves probation's entries, its coldest first, into segment k, each
+ * placed just before k's LRU end: k's coldest until the next comes.
+ * O(entries in probation). */
+static void
+probation_into(struct admit_policy *p, enum admit_policy_seg k)
+{
+	struct admit_policy_node *n, *h = &p->seg[k];
+
+	while ((n = p->seg[ADMIT_SEG_PROBATION].prev) !=
+	       &p->seg[ADMIT_SEG_PROBATION]) {
+		take(p, n);
+		set_seg(n, k);
+		p->weight[k] += weight_of(p, n);
+		p->count[k]++;
+		push_mru(h->next, n);
+	}
+	update_quiet(p, k);
+}
+
 /*
  * Into LIRS, every entry becomes LIR, coldest at the bottom of S:
  * probation's entries under protected's, the window's on top; then LIR's
@@ -361,17 +380,9 @@ demote_protected_overflow(struct admit_policy *p)
 static void
 to_lirs(struct admit_policy *p)
 {
-	struct admit_policy_node *n, *h = &p->seg[ADMIT_SEG_PROTECTED];
+	struct admit_policy_node *n;
 
-	while ((n = p->seg[ADMIT_SEG_PROBATION].prev) !=
-	       &p->seg[ADMIT_SEG_PROBATION]) {
-		take(p, n);
-		set_seg(n, ADMIT_SEG_PROTECTED);
-		p->weight[ADMIT_SEG_PROTECTED] += weight_of(p, n);
-		p->count[ADMIT_SEG_PROTECTED]++;
-		update_quiet(p, ADMIT_SEG_PROTECTED);
-		push_mru(h->next, n);   /* before the LRU end: the new bottom */
-	}
+	probation_into(p, ADMIT_SEG_PROTECTED);   /* below S's bottom */
 	while ((n = lru_of(p, ADMIT_SEG_WINDOW)))
 		move(p, n, ADMIT_SEG_PROTECTED);
 	demote_protected_overflow(p);
@@ -431,16 +442,7 @@ from_lirs(struct admit_policy *p)
 static void
 to_arc(struct admit_policy *p)
 {
-	struct admit_policy_node *n, *h = &p->seg[ADMIT_SEG_WINDOW];
-
-	while ((n = p->seg[ADMIT_SEG_PROBATION].prev) !=
-	       &p->seg[ADMIT_SEG_PROBATION]) {
-		take(p, n);
-		set_seg(n, ADMIT_SEG_WINDOW);
-		p->weight[ADMIT_SEG_WINDOW] += weight_of(p, n);
-		p->count[ADMIT_SEG_WINDOW]++;
-		push_mru(h->next, n);   /* before the LRU end: the new coldest */
-	}
+	probation_into(p, ADMIT_SEG_WINDOW);     /* T1's coldest */
 	update_quiet_all(p);
 	p->window_max = p->weight[ADMIT_SEG_WINDOW];
 	p->ghost_t1 = p->ghost_t2 = 0;
