@@ -94,8 +94,10 @@ admit_rcu_read_unlock(void)
 _Static_assert(offsetof(struct urcu_bp_reader, ctr) == 0,
                "a reader's counter is its first member");
 _Static_assert(sizeof(_Atomic unsigned long) == sizeof(unsigned long) &&
-               _Alignof(_Atomic unsigned long) == _Alignof(unsigned long),
-               "liburcu's counters can be accessed as C11 atomics");
+               _Alignof(_Atomic unsigned long) == _Alignof(unsigned long) &&
+               sizeof(_Atomic int) == sizeof(int) &&
+               _Alignof(_Atomic int) == _Alignof(int),
+               "liburcu's counters and flag can be accessed as C11 atomics");
 
 struct admit_rcu_section {
 	_Atomic unsigned long *ctr;     /* this thread's reader counter */
@@ -128,7 +130,15 @@ admit_rcu_read_begin(void)
 		r = URCU_TLS(urcu_bp_reader);
 	}
 	sec.ctr = (_Atomic unsigned long *)(void *)r;
-	sec.membarrier = urcu_bp_has_sys_membarrier;
+#ifdef CONFIG_RCU_FORCE_SYS_MEMBARRIER
+	sec.membarrier = urcu_bp_has_sys_membarrier;   /* a constant then */
+#else
+	/* relaxed: liburcu's constructor writes the flag once, before any
+	 * thread can begin a section. */
+	sec.membarrier = atomic_load_explicit(
+	    (_Atomic int *)(void *)&urcu_bp_has_sys_membarrier,
+	    memory_order_relaxed);
+#endif
 	phase = (_Atomic unsigned long *)(void *)&urcu_bp_gp.ctr;
 	/* Not reordered by the compiler with a mutex the caller takes. */
 	atomic_signal_fence(memory_order_seq_cst);

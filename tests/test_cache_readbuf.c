@@ -196,10 +196,7 @@ START_TEST(test_owners)
 	pthread_t t[N];
 	unsigned owners[ADMIT_READBUF_RINGS] = { 0 };
 	/* This thread's ring, if an earlier test chose one (CK_FORK=no). */
-	unsigned mine = admit_readbuf_thread_at
-	                ? (unsigned)((admit_readbuf_thread_at - 1) /
-	                             sizeof(struct admit_readbuf_ring)) + 1
-	                : 0;
+	unsigned mine = admit_readbuf_index_of(admit_readbuf_thread_at);
 	bool own = mine >= 1 && mine <= ADMIT_READBUF_OWNED;
 	unsigned first = choose_in_new_thread();
 

@@ -124,12 +124,20 @@ admit_readbuf_owned_at(uint32_t at)
 	return at < ADMIT_READBUF_AT(ADMIT_READBUF_OWNED);
 }
 
+/* The ring index + 1 of offset at (admit_readbuf_thread_at's form; 0:
+ * none chosen). */
+static inline unsigned
+admit_readbuf_index_of(uint32_t at)
+{
+	return at ? (unsigned)((at - 1) / sizeof(struct admit_readbuf_ring)) + 1
+	          : 0;
+}
+
 /* This thread's ring index + 1. */
 static inline unsigned
 admit_readbuf_my_index(void)
 {
-	return (unsigned)((admit_readbuf_my_at() - 1) /
-	                  sizeof(struct admit_readbuf_ring)) + 1;
+	return admit_readbuf_index_of(admit_readbuf_my_at());
 }
 
 /* The ring this thread pushes to: one per thread, so that one thread's
