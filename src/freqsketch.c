@@ -271,6 +271,14 @@ admit_freqsketch_record_batch(struct admit_freqsketch *s, const uint64_t *h,
 	}
 }
 
+void
+admit_freqsketch_prefetch(const struct admit_freqsketch *s, uint64_t h)
+{
+	uint64_t x;
+
+	__builtin_prefetch(block_of(s, h, &x), 1);
+}
+
 unsigned
 admit_freqsketch_estimate(const struct admit_freqsketch *s, uint64_t h)
 {

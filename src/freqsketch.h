@@ -66,6 +66,11 @@ void admit_freqsketch_free(struct admit_freqsketch *s);
  * recording thread doing it unless an aging is running already. */
 void admit_freqsketch_record(struct admit_freqsketch *s, uint64_t h);
 
+/* Requests the line of h's counters, which a record or an estimate of h
+ * reads, so that its cache miss overlaps the caller's other work.  No
+ * effect on the counts; thread-safe. */
+void admit_freqsketch_prefetch(const struct admit_freqsketch *s, uint64_t h);
+
 /* The most records one batch takes. */
 #define ADMIT_FREQSKETCH_BATCH 128u
 

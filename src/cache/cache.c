@@ -399,7 +399,7 @@ set_entry(struct admit_lru *c, uint64_t h, const void *key, size_t klen,
 	/* The maintenance advances the wheel before e joins it: advancing
 	 * may remove what is due, and e, not yet in the index or a list,
 	 * must not be (its time can pass while this call runs). */
-	shard_lock_mine(s);
+	shard_lock_mine(s, h);
 	if (expires_at && !shard_time_locked(s, e, expires_at)) {
 		shard_unlock_deliver(s);
 		admit_free(e);
@@ -465,7 +465,7 @@ admit_lru_delete_hashed(struct admit_lru *c, uint64_t h, const void *key,
 	if (!c || !admit_key_ok(key, klen))
 		return ADMIT_EINVAL;
 	s = shard_of(c, h);
-	shard_lock_mine(s);
+	shard_lock_mine(s, h);
 	e = shard_find_live_locked(s, h, key, klen, NULL);
 	if (e) {
 		shard_remove_locked(s, e, ADMIT_LRU_EXPLICIT);
@@ -597,7 +597,7 @@ admit_lru_compute_hashed(struct admit_lru *c, uint64_t h, const void *key,
 		.s = s, .h = h, .key = key, .klen = klen, .st = ADMIT_EINVAL,
 	};
 
-	shard_lock_mine(s);
+	shard_lock_mine(s, h);
 	old = shard_find_live_locked(s, h, key, klen, &p);
 	quiet = old && admit_policy_quiet(&s->pol, &old->node);
 	u.up.found = old != NULL;

@@ -187,6 +187,16 @@ admit_index_table_locked(struct admit_index *ix)
 	return atomic_load_explicit(&ix->table, memory_order_relaxed);
 }
 
+/* Requests the line of h's bucket in the current table, which the
+ * writer's lookup of h reads first. */
+static inline void
+admit_index_prefetch_locked(struct admit_index *ix, uint64_t h)
+{
+	struct admit_index_table *t = admit_index_table_locked(ix);
+
+	__builtin_prefetch(&t->bucket[h & (t->nbuckets - 1)]);
+}
+
 /* The writer's lookup: admit_index_find on the current table. */
 static inline struct entry *
 admit_index_find_locked(struct admit_index *ix, uint64_t h, const void *key,

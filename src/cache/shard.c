@@ -75,11 +75,11 @@ drain_records(const struct admit_lru *c, const struct entry *e)
 }
 
 /* Applies n (at most ADMIT_READBUF_SLOTS) events in order: a first pass
- * starts the cache misses of the hits' list neighbours and gathers the
- * sketch's records (the hashes the events carry: the key is not hashed
- * again), a second applies the hits and misses, then the records are
- * made, in the events' order, their sketch lines requested together
- * (admit_freqsketch_record_batch).  The two kinds commute: a hit's move
+ * starts the cache misses of the hits' list neighbours and of the
+ * records' sketch lines and gathers the records (the hashes the events
+ * carry: the key is not hashed again), a second applies the hits and
+ * misses while those lines arrive, then the records are made, in the
+ * events' order (admit_freqsketch_record_batch).  The two kinds commute: a hit's move
  * reads no count, a record no list. */
 static void apply_events(void *ctx, const uintptr_t *ev, const uint64_t *arg,
                          size_t n) ADMIT_NO_TS;
@@ -99,8 +99,10 @@ apply_events(void *ctx, const uintptr_t *ev, const uint64_t *arg, size_t n)
 			__builtin_prefetch(e->node.prev, 1);
 			__builtin_prefetch(e->node.next, 1);
 		}
-		if (drain_records(c, e))
+		if (drain_records(c, e)) {
+			admit_freqsketch_prefetch(c->sketch, arg[i]);
 			h[nrec++] = arg[i];
+		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct entry *e = (struct entry *)ev[i];
@@ -180,9 +182,12 @@ shard_lock(struct shard *s)
 }
 
 void
-shard_lock_mine(struct shard *s)
+shard_lock_mine(struct shard *s, uint64_t h)
 {
 	admit_mutex_lock(&s->mu);
+	admit_index_prefetch_locked(&s->ix, h);
+	if (s->c->sketch)
+		admit_freqsketch_prefetch(s->c->sketch, h);
 	/* The other rings' slots are their owners' lines, which a drain here
 	 * would pull to this core and its owner pull back at its next push;
 	 * each owner drains its own at its half ring. */
@@ -204,7 +209,7 @@ shard_note_access_full(struct shard *s, struct entry *e, uint64_t h)
 {
 	uintptr_t ev = (uintptr_t)e;
 
-	shard_lock_mine(s);
+	shard_lock_mine(s, h);
 	apply_events(s, &ev, &h, 1);
 	shard_unlock(s);
 }

@@ -122,8 +122,11 @@ void shard_lock(struct shard *s) ADMIT_ACQUIRE(s->mu);
 
 /* Takes s's mutex and runs its maintenance, which drains the caller's own
  * ring (and the others only when they hold dead entries back): for the
- * writing calls, which need their own thread's reads applied first. */
-void shard_lock_mine(struct shard *s) ADMIT_ACQUIRE(s->mu);
+ * writing calls, which need their own thread's reads applied first.  The
+ * lines of key hash h's index bucket and sketch counters, which the
+ * writing call reads next, are requested before the maintenance, so that
+ * their cache misses overlap it. */
+void shard_lock_mine(struct shard *s, uint64_t h) ADMIT_ACQUIRE(s->mu);
 
 static inline void shard_unlock(struct shard *s) ADMIT_RELEASE(s->mu);
 static inline void
