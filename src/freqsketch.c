@@ -17,6 +17,7 @@
 
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "alloc.h"
 #include "debug.h"
@@ -248,16 +249,22 @@ admit_freqsketch_record(struct admit_freqsketch *s, uint64_t h)
 }
 
 void
-admit_freqsketch_record_batch(struct admit_freqsketch *s, const uint64_t *h,
-                              size_t n)
+admit_freqsketch_prepare(const struct admit_freqsketch *s, uint64_t *h,
+                         size_t n)
 {
-	uint64_t x[ADMIT_FREQSKETCH_BATCH], left;
+	for (size_t i = 0; i < n; i++)
+		__builtin_prefetch(block_of(s, h[i], &h[i]), 1);
+}
+
+void
+admit_freqsketch_record_prepared(struct admit_freqsketch *s,
+                                 const uint64_t *x, size_t n)
+{
+	uint64_t left;
 
 	debug_check(n <= ADMIT_FREQSKETCH_BATCH);
 	if (n == 0)
 		return;
-	for (size_t i = 0; i < n; i++)
-		__builtin_prefetch(block_of(s, h[i], &x[i]), 1);
 	/* The batch's records take their places in the count at once; an
 	 * aging then falls between the same two of them as it would between
 	 * single records. */
@@ -269,6 +276,18 @@ admit_freqsketch_record_batch(struct admit_freqsketch *s, const uint64_t *h,
 			left = s->sample;
 		}
 	}
+}
+
+void
+admit_freqsketch_record_batch(struct admit_freqsketch *s, const uint64_t *h,
+                              size_t n)
+{
+	uint64_t x[ADMIT_FREQSKETCH_BATCH];
+
+	debug_check(n <= ADMIT_FREQSKETCH_BATCH);
+	memcpy(x, h, n * sizeof(x[0]));
+	admit_freqsketch_prepare(s, x, n);
+	admit_freqsketch_record_prepared(s, x, n);
 }
 
 void

@@ -76,9 +76,19 @@ void admit_freqsketch_prefetch(const struct admit_freqsketch *s, uint64_t h);
 
 /* admit_freqsketch_record of h[0..n) in order (n at most
  * ADMIT_FREQSKETCH_BATCH), the lines of all of them requested first so
- * that their cache misses overlap (admit_lru's drain). */
+ * that their cache misses overlap. */
 void admit_freqsketch_record_batch(struct admit_freqsketch *s,
                                    const uint64_t *h, size_t n);
+
+/* The batch in two steps, so that the caller's own work overlaps the
+ * lines' misses (admit_lru's drain): admit_freqsketch_prepare replaces
+ * each of h[0..n) by its key's place in s and requests its line;
+ * admit_freqsketch_record_prepared then records those places in order, as
+ * admit_freqsketch_record_batch records the hashes.  Thread-safe. */
+void admit_freqsketch_prepare(const struct admit_freqsketch *s, uint64_t *h,
+                              size_t n);
+void admit_freqsketch_record_prepared(struct admit_freqsketch *s,
+                                      const uint64_t *x, size_t n);
 
 /* The key's estimated count in this sample: the least of its counters,
  * 0 ..  ADMIT_FREQSKETCH_MAX. */

@@ -75,12 +75,12 @@ drain_records(const struct admit_lru *c, const struct entry *e)
 }
 
 /* Applies n (at most ADMIT_READBUF_SLOTS) events in order: a first pass
- * starts the cache misses of the hits' list neighbours and of the
- * records' sketch lines and gathers the records (the hashes the events
- * carry: the key is not hashed again), a second applies the hits and
- * misses while those lines arrive, then the records are made, in the
- * events' order (admit_freqsketch_record_batch).  The two kinds commute: a hit's move
- * reads no count, a record no list. */
+ * starts the cache misses of the hits' list neighbours and gathers the
+ * records (the hashes the events carry: the key is not hashed again),
+ * whose sketch lines are then requested; a second pass applies the hits
+ * and misses while those lines arrive; then the records are made, in the
+ * events' order.  The two kinds commute: a hit's move reads no count, a
+ * record no list. */
 static void apply_events(void *ctx, const uintptr_t *ev, const uint64_t *arg,
                          size_t n) ADMIT_NO_TS;
 static void
@@ -99,11 +99,11 @@ apply_events(void *ctx, const uintptr_t *ev, const uint64_t *arg, size_t n)
 			__builtin_prefetch(e->node.prev, 1);
 			__builtin_prefetch(e->node.next, 1);
 		}
-		if (drain_records(c, e)) {
-			admit_freqsketch_prefetch(c->sketch, arg[i]);
+		if (drain_records(c, e))
 			h[nrec++] = arg[i];
-		}
 	}
+	if (nrec)
+		admit_freqsketch_prepare(c->sketch, h, nrec);
 	for (size_t i = 0; i < n; i++) {
 		struct entry *e = (struct entry *)ev[i];
 
@@ -113,7 +113,8 @@ apply_events(void *ctx, const uintptr_t *ev, const uint64_t *arg, size_t n)
 			admit_policy_hit(&s->pol, &e->node);
 		s->st.hits++;
 	}
-	admit_freqsketch_record_batch(c->sketch, h, nrec);
+	if (nrec)
+		admit_freqsketch_record_prepared(c->sketch, h, nrec);
 }
 
 _Static_assert(ADMIT_READBUF_SLOTS <= ADMIT_FREQSKETCH_BATCH,
