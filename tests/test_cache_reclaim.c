@@ -51,7 +51,7 @@ START_TEST(test_batch_waits_for_heads)
 	admit_reclaim_retire_locked(&r, entry());
 	admit_reclaim_flush_locked(&r);
 	ck_assert_uint_eq(r.nlimbo, 0);
-	ck_assert_ptr_null(r.limbo);
+	ck_assert_ptr_null(r.more);
 	admit_rcu_barrier();
 	ck_assert_uint_eq(atomic_load(&pending), 0);
 	ck_assert_ptr_nonnull(atomic_load(&r.ready));
@@ -94,7 +94,57 @@ START_TEST(test_bytes_and_destroy)
 	ck_assert_ptr_null(r.waiting);
 	ck_assert_uint_eq(r.nlimbo, 1);
 	admit_reclaim_destroy(&r);
-	ck_assert_ptr_null(r.limbo);
+	ck_assert_uint_eq(r.nlimbo, 0);
+	admit_table_free(rb, sizeof(*rb));
+}
+END_TEST
+
+/* A full limbo whose batch cannot be allocated keeps every entry: those
+ * retired after it wait in the overflow chain, and the next batch takes
+ * them all, each once (ASan: none leaked, none freed twice). */
+START_TEST(test_full_limbo_out_of_memory)
+{
+	struct admit_readbuf *rb = admit_table_alloc(sizeof(*rb));
+	struct admit_reclaim r;
+	struct entry *e[ADMIT_RECLAIM_BATCH + 3];
+	size_t n = sizeof(e) / sizeof(e[0]);
+
+	admit_readbuf_init(rb);
+	admit_reclaim_init(&r, rb, &pending);
+	for (size_t i = 0; i < n; i++)
+		e[i] = entry();
+	for (size_t i = 0; i < ADMIT_RECLAIM_BATCH; i++)
+		admit_reclaim_retire_locked(&r, e[i]);
+	ck_assert_uint_eq(r.nlimbo, ADMIT_RECLAIM_BATCH);
+	/* The retire that finds the limbo full flushes it: that allocation
+	 * fails, so the entry goes to the overflow, as does the next. */
+	admit_alloc_fail_nth(1);
+	admit_reclaim_retire_locked(&r, e[ADMIT_RECLAIM_BATCH]);
+	admit_alloc_fail_nth(0);
+	ck_assert_uint_eq(r.nlimbo, ADMIT_RECLAIM_BATCH);
+	ck_assert_uint_eq(r.nmore, 1);
+	ck_assert_ptr_eq(r.more, e[ADMIT_RECLAIM_BATCH]);
+	admit_alloc_fail_nth(1);
+	admit_reclaim_retire_locked(&r, e[ADMIT_RECLAIM_BATCH + 1]);
+	admit_alloc_fail_nth(1);
+	admit_reclaim_flush_locked(&r);  /* fails too: nothing moves */
+	admit_alloc_fail_nth(0);
+	ck_assert_uint_eq(r.nmore, 2);
+	ck_assert_uint_eq(atomic_load(&pending), 0);
+	/* The next retire's flush gets its batch: all of them go, and the
+	 * entry retired then starts the next limbo. */
+	admit_reclaim_retire_locked(&r, e[ADMIT_RECLAIM_BATCH + 2]);
+	ck_assert_uint_eq(r.nlimbo, 1);
+	ck_assert_ptr_eq(r.limbo[0], e[ADMIT_RECLAIM_BATCH + 2]);
+	ck_assert_uint_eq(r.nmore, 0);
+	ck_assert_ptr_null(r.more);
+	ck_assert_uint_eq(r.held, n);
+	admit_rcu_barrier();
+	/* Nothing pushed: the batch of n - 1 is freed at once. */
+	admit_reclaim_collect_locked(&r);
+	ck_assert_ptr_null(r.waiting);
+	ck_assert_uint_eq(r.held, 1);
+	admit_reclaim_destroy(&r);
 	admit_table_free(rb, sizeof(*rb));
 }
 END_TEST
@@ -107,6 +157,7 @@ main(void)
 
 	tcase_add_test(tc, test_batch_waits_for_heads);
 	tcase_add_test(tc, test_bytes_and_destroy);
+	tcase_add_test(tc, test_full_limbo_out_of_memory);
 	suite_add_tcase(s, tc);
 	return test_run(srunner_create(s));
 }

@@ -8,6 +8,8 @@
  */
 #include "config.h"
 
+#include <string.h>
+
 #include "alloc.h"
 #include "cache/reclaim.h"
 #include "rcu.h"
@@ -40,9 +42,15 @@ void
 admit_reclaim_retire_locked(struct admit_reclaim *r, struct entry *e)
 {
 	e->dead = true;
-	e->limbo = r->limbo;
-	r->limbo = e;
-	r->nlimbo++;
+	if (r->nlimbo == ADMIT_RECLAIM_BATCH)
+		admit_reclaim_flush_locked(r);
+	if (r->nlimbo < ADMIT_RECLAIM_BATCH) {
+		r->limbo[r->nlimbo++] = e;
+	} else {
+		e->limbo = r->more;
+		r->more = e;
+		r->nmore++;
+	}
 	r->held++;
 	r->limbo_bytes += admit_entry_charge(admit_entry_klen(e), e->vlen);
 }
@@ -82,14 +90,16 @@ admit_reclaim_flush_locked(struct admit_reclaim *r)
 
 	if (r->nlimbo < ADMIT_RECLAIM_BATCH && r->limbo_bytes < ADMIT_RECLAIM_BYTES)
 		return;
-	b = admit_malloc(sizeof(*b) + r->nlimbo * sizeof(b->e[0]));
+	b = admit_malloc(sizeof(*b) +
+	                 ((size_t)r->nlimbo + r->nmore) * sizeof(b->e[0]));
 	if (!b)
 		return;
-	*b = (struct admit_reclaim_batch){ .r = r };
-	for (struct entry *e = r->limbo; e; e = e->limbo)
+	*b = (struct admit_reclaim_batch){ .r = r, .count = r->nlimbo };
+	memcpy(b->e, r->limbo, r->nlimbo * sizeof(b->e[0]));
+	for (struct entry *e = r->more; e; e = e->limbo)
 		b->e[b->count++] = e;
-	r->limbo = NULL;
-	r->nlimbo = 0;
+	r->more = NULL;
+	r->nlimbo = r->nmore = 0;
 	r->limbo_bytes = 0;
 	atomic_fetch_add(r->pending, 1);
 	admit_rcu_call(&b->rcu, batch_ready);
@@ -147,11 +157,13 @@ admit_reclaim_destroy(struct admit_reclaim *r)
 {
 	struct entry *e, *next;
 
-	for (e = r->limbo; e; e = next) {
+	for (unsigned i = 0; i < r->nlimbo; i++)
+		admit_free(r->limbo[i]);
+	for (e = r->more; e; e = next) {
 		next = e->limbo;
 		admit_free(e);
 	}
-	r->limbo = NULL;
-	r->nlimbo = 0;
+	r->more = NULL;
+	r->nlimbo = r->nmore = 0;
 	collect(r, true);
 }

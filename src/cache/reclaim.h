@@ -15,12 +15,13 @@
  *     an entry is freed only when it is dead, no read-side section that may
  *     have seen it is running, and no read-buffer slot names it.
  * Frees happen in the threads that use the cache, under the mutex; the
- * callback takes no lock.  Garbage per shard: the limbo (under
- * ADMIT_RECLAIM_BATCH entries and ADMIT_RECLAIM_BYTES bytes) plus the
- * batches handed out since the shard's last locked call past their grace
- * period, plus the few a writer's maintenance lets wait on other threads'
- * rings before it drains them all (shard.c: WAITING_BATCHES); none of it
- * counts in the capacity.
+ * callback takes no lock.  Garbage per shard: the limbo (at most
+ * ADMIT_RECLAIM_BATCH entries and about ADMIT_RECLAIM_BYTES bytes, more
+ * only while a batch cannot be allocated) plus the batches handed out
+ * since the shard's last locked call past their grace period, plus the
+ * few a writer's maintenance lets wait on other threads' rings before it
+ * drains them all (shard.c: WAITING_BATCHES); none of it counts in the
+ * capacity.
  *
  * The *_locked calls are the shard's (its mutex held).
  */
@@ -42,8 +43,12 @@
 struct admit_reclaim_batch;
 
 struct admit_reclaim {
-	struct entry *limbo;            /* dead, waiting for a batch */
-	unsigned nlimbo;
+	/* Dead, waiting for a batch: limbo[0..nlimbo), then, when a batch
+	 * could not be had, the rest chained through their limbo field from
+	 * more (so a flush never walks the entries, whose lines are cold). */
+	struct entry *limbo[ADMIT_RECLAIM_BATCH];
+	struct entry *more;
+	unsigned nlimbo, nmore;
 	size_t limbo_bytes;
 	size_t held;                    /* retired, not yet freed */
 	struct admit_reclaim_batch *waiting;  /* past their grace period, not
@@ -60,7 +65,7 @@ void admit_reclaim_init(struct admit_reclaim *r, struct admit_readbuf *rb,
                         _Atomic uint64_t *pending);
 
 /* e has left the index and the lists (no new reader can find it): marks it
- * dead and puts it in the limbo. */
+ * dead and puts it in the limbo, flushing a full limbo first. */
 void admit_reclaim_retire_locked(struct admit_reclaim *r, struct entry *e);
 
 /* Hands the limbo to call_rcu once it is big enough.  Out of memory the
