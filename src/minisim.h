@@ -206,9 +206,9 @@ size_t admit_minisim_bytes(const struct admit_minisim *m);
  * stretch that ends now (its owed count beyond its error) lets past the
  * lead asked above (minisim.c, owed_leads()): 0 none, 1 every move, 2
  * moves out of LIRS.  Left one trace out, the other traces choose 1 for
- * every trace but short-large (2); 1 costs short-large at 50,000 half a
- * point at one of its seeds, more than a change may cost a point, and 2
- * costs no point more than 0.2 (doc/hit-ratio.md, "The move's cost").
+ * every trace but short-large (2); 1 costs short-large-s2 at 50,000
+ * 0.53, more than a change may cost a point, and 2 costs no point more
+ * than 0.2 (doc/hit-ratio.md, "The move's cost").
  * A build may set it. */
 #ifndef ADMIT_MINISIM_GUARD_OWED_LEADS
 #define ADMIT_MINISIM_GUARD_OWED_LEADS 2
