@@ -499,6 +499,31 @@ guard_se(const struct admit_minisim *m, unsigned j)
 }
 
 /*
+ * Whether shadow j's mini cache leads the current configuration's on the
+ * stretch that ends at this get, beyond chance: its owed count (their
+ * difference since they were last level, a CUSUM, kept on a sampled
+ * cache only) exceeds ADMIT_MINISIM_Z x its McNemar error.  The decayed
+ * scores the guard's veto compares remember about ten periods, most of
+ * a large cache's trace: after the workload shifts they still hold the
+ * stretch before it, and a configuration that led there (LIRS, whose
+ * LIR blocks are the old hot set's) vetoes the move for as long as that
+ * lead takes to decay, while the owed count, and the move's cost, grow.
+ * Held to moves out of LIRS (ADMIT_MINISIM_GUARD_OWED_LEADS): within a
+ * family decide() moves on the same gets at the same margin as the
+ * veto, and a second chooser with a shorter memory makes the two undo
+ * each other's moves (doc/hit-ratio.md, "The move's cost").
+ */
+static bool
+owed_leads(const struct admit_minisim *m, unsigned j)
+{
+	if (ADMIT_MINISIM_GUARD_OWED_LEADS == 0 ||
+	    (ADMIT_MINISIM_GUARD_OWED_LEADS == 2 &&
+	     !across(m->current, shadows[j])))
+		return false;
+	return m->owed[j].lead > ADMIT_MINISIM_Z * sqrt(m->owed[j].disc);
+}
+
+/*
  * The guard, at every sampled get whose real outcome is known, from the
  * first quarter period on.  A shadow's lead over the real cache since
  * the start, D = (its hits - the real cache's hits): when D >
@@ -581,13 +606,17 @@ guard(struct admit_minisim *m, uint64_t h, const bool *hit, bool real)
 	 * the fill's ties, ADMIT_MINISIM_GUARD_SAMPLED_LEAD): else the real
 	 * cache trails its own mini cache (a move's cost still being paid),
 	 * or the lead is of a past stretch, and a move would only add a
-	 * cost. */
+	 * cost.  Or, on a sampled cache, unless the shadow's mini cache
+	 * leads the current configuration's on the stretch that ends now
+	 * (owed_leads()): the decayed scores then still hold a past
+	 * stretch the current configuration led. */
 	if (m->current == shadows[to] ||
-	    score_now(m, shadows[to]) <= score_now(m, m->current) +
-	    (!across(m->current, shadows[to]) ?
-	     ADMIT_MINISIM_HYSTERESIS : sampled ?
-	     ADMIT_MINISIM_GUARD_SAMPLED_LEAD :
-	     ADMIT_MINISIM_FAMILY_HYSTERESIS) * (m->reqs + (double)m->gets))
+	    (!owed_leads(m, (unsigned)to) &&
+	     score_now(m, shadows[to]) <= score_now(m, m->current) +
+	     (!across(m->current, shadows[to]) ?
+	      ADMIT_MINISIM_HYSTERESIS : sampled ?
+	      ADMIT_MINISIM_GUARD_SAMPLED_LEAD :
+	      ADMIT_MINISIM_GUARD_LEAD) * (m->reqs + (double)m->gets)))
 		return;
 	m->mini[m->current].banned_until = m->periods + ADMIT_MINISIM_BAN;
 	m->checking = false;

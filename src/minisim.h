@@ -195,6 +195,24 @@ size_t admit_minisim_bytes(const struct admit_minisim *m);
 #ifndef ADMIT_MINISIM_GUARD_SAMPLED_LEAD
 #define ADMIT_MINISIM_GUARD_SAMPLED_LEAD 0.005
 #endif
+/* The same lead where every key is sampled (at most
+ * ADMIT_MINISIM_MAX_ENTRIES entries): decide()'s margin across families
+ * (0.5 point and none cost gli at 750 about 2 points: doc/tried.md).  A
+ * build may set it. */
+#ifndef ADMIT_MINISIM_GUARD_LEAD
+#define ADMIT_MINISIM_GUARD_LEAD ADMIT_MINISIM_FAMILY_HYSTERESIS
+#endif
+/* Which of the guard's moves on a sampled cache a shadow's lead on the
+ * stretch that ends now (its owed count beyond its error) lets past the
+ * lead asked above (minisim.c, owed_leads()): 0 none, 1 every move, 2
+ * moves out of LIRS.  Left one trace out, the other traces choose 1 for
+ * every trace but short-large (2); 1 costs short-large-s2 at 50,000
+ * 0.53, more than a change may cost a point, and 2 costs no point more
+ * than 0.2 (doc/hit-ratio.md, "The move's cost").
+ * A build may set it. */
+#ifndef ADMIT_MINISIM_GUARD_OWED_LEADS
+#define ADMIT_MINISIM_GUARD_OWED_LEADS 2
+#endif
 
 /* For tests: the decayed hit ratio of mini cache i. */
 double admit_minisim_score(const struct admit_minisim *m, unsigned i);

@@ -387,6 +387,45 @@ START_TEST(test_guard_owed)
 }
 END_TEST
 
+/* A lead on the stretch that ends now lets the guard's move out of LIRS
+ * past the decayed scores (a sampled cache, 3,600 entries): ten passes
+ * of a loop over 4,000 keys, where LIRS hits 85 % and both shadows and
+ * the real cache miss every get, then a zigzag over 4,000 other keys,
+ * where the real cache hits only as LRU does and only while it runs a
+ * shadow's configuration.  The decayed scores still hold the loop, and
+ * LIRS's lead there holds the move off past the zigzag's fifth pass;
+ * the shadows' mini caches lead LIRS's from the zigzag's first turn,
+ * beyond chance, and the guard moves the cache to a shadow within the
+ * second pass's first 100 gets (at the 53rd). */
+START_TEST(test_guard_owed_leads)
+{
+	struct admit_minisim *m = admit_minisim_new(3600, 3600, always, NULL);
+	static uint64_t last[4000];
+	uint64_t i;
+
+	ck_assert_ptr_nonnull(m);
+	ck_assert_uint_ne(admit_minisim_threshold(m), UINT64_MAX);
+	for (i = 0; i < 40000; i++)
+		request_real(m, 100000 + i % 4000, false);
+	ck_assert_uint_eq(admit_minisim_current(m), ADMIT_MINISIM_LIRS);
+	ck_assert_double_gt(admit_minisim_score(m, ADMIT_MINISIM_LIRS), 0.8);
+	ck_assert_uint_eq(admit_minisim_guarded(m), 0);
+	for (i = 0; i < 4100; i++) {
+		unsigned cur = admit_minisim_current(m);
+		uint64_t k = i % 8000 < 4000 ? i % 8000 : 7999 - i % 8000;
+		bool lru_hit = i >= 4000 && i - last[k] <= 3600;
+
+		last[k] = i;
+		request_real(m, k, lru_hit && (cur == ADMIT_MINISIM_LRU ||
+		                               cur == ADMIT_MINISIM_WTINYLFU));
+	}
+	ck_assert_uint_ge(admit_minisim_guarded(m), 1);
+	ck_assert(admit_minisim_current(m) == ADMIT_MINISIM_LRU ||
+	          admit_minisim_current(m) == ADMIT_MINISIM_WTINYLFU);
+	admit_minisim_free(m);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -407,6 +446,7 @@ main(void)
 	tcase_add_test(tc, test_guard);
 	tcase_add_test(tc, test_guard_sampled);
 	tcase_add_test(tc, test_guard_owed);
+	tcase_add_test(tc, test_guard_owed_leads);
 	suite_add_tcase(s, tc);
 	return test_run(srunner_create(s));
 }
