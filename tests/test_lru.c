@@ -988,6 +988,23 @@ START_TEST(test_warm_start)
 }
 END_TEST
 
+/* The adaptive policy's shadows (its start, LRU, is one) run exactly
+ * where the simulation holds every key, and with quiet hits where it
+ * samples them (above ADMIT_MINISIM_MAX_ENTRIES entries). */
+START_TEST(test_adaptive_exact_when_every_key_simulated)
+{
+	struct admit_lru *small = make(ADMIT_MINISIM_MAX_ENTRIES, 0,
+	                               ADMIT_LRU_ADAPTIVE, 1);
+	struct admit_lru *big = make(100000, 0, ADMIT_LRU_ADAPTIVE, 1);
+
+	ck_assert(admit_minisim_configs[ADMIT_MINISIM_START].exact);
+	ck_assert(small->shards[0].pol.cfg.exact);
+	ck_assert(!big->shards[0].pol.cfg.exact);
+	admit_lru_free(small);
+	admit_lru_free(big);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -998,6 +1015,7 @@ main(void)
 	tcase_add_test(tc, test_bad_config);
 	tcase_add_test(tc, test_bad_args);
 	tcase_add_test(tc, test_lru_by_hand);
+	tcase_add_test(tc, test_adaptive_exact_when_every_key_simulated);
 	tcase_add_test(tc, test_lru_model);
 	tcase_add_loop_test(tc, test_byte_capacity, 0, np);
 	tcase_add_loop_test(tc, test_entry_capacity, 0, np);

@@ -69,8 +69,10 @@
  * item at most once a minute and CacheLib once per lruRefreshTime; here the
  * interval is a position, not a time).  A miss is only counted too.
  * ADMIT_LRU_PLAIN and ADMIT_LRU_WTINYLFU have no quiet hits (they keep exact
- * order), nor has ADMIT_LRU_ADAPTIVE while it runs plain LRU or
- * W-TinyLFU's 1 % window (the configurations its guard names: above).  A get takes the
+ * order), nor has ADMIT_LRU_ADAPTIVE of up to 2,048 entries while it runs
+ * plain LRU or W-TinyLFU's 1 % window (the configurations its guard names:
+ * above); a larger adaptive cache, whose simulation samples its keys, runs
+ * every configuration with quiet hits.  A get takes the
  * mutex only when that buffer is full (to empty it) or when it meets a grow
  * of the shard's index (caches bounded by bytes alone); otherwise it never
  * waits for a set of the same shard.  One thread alone sees the same results

@@ -144,6 +144,21 @@ expire_one(void *ctx, struct entry *e)
  * idle reader's half-filled ring can hold back. */
 #define WAITING_BATCHES 4
 
+/* Configuration k of the adaptation as this cache runs it.  Where the
+ * simulation samples the keys (above ADMIT_MINISIM_MAX_ENTRIES entries),
+ * the exact shadows are run with quiet hits (policy.h): there the shadow
+ * is an estimate from a sample already, and an exact real cache would
+ * make every hit a drained event. */
+static struct admit_policy_config
+adaptive_config(const struct admit_lru *c, unsigned k)
+{
+	struct admit_policy_config pc = admit_minisim_configs[k];
+
+	if (c->adapt && c->adapt->watch != UINT64_MAX)
+		pc.exact = false;
+	return pc;
+}
+
 /* The maintenance: the drain of every ring (of ring only, if not NULL, but
  * for WAITING_BATCHES batches held back by the others), then the rest. */
 static void maintain_locked(struct shard *s, struct admit_readbuf_ring *ring)
@@ -165,8 +180,10 @@ maintain_locked(struct shard *s, struct admit_readbuf_ring *ring)
 		unsigned k = c->adapt->ops->current(c->adapt);
 
 		if (k != s->config) {
+			struct admit_policy_config pc = adaptive_config(c, k);
+
 			s->config = k;
-			admit_policy_configure(&s->pol, &admit_minisim_configs[k]);
+			admit_policy_configure(&s->pol, &pc);
 		}
 	}
 	if (admit_expiry_advance_locked(&s->exp, &c->clock, expire_one, s))
@@ -435,15 +452,15 @@ static const struct admit_policy_ops shard_ops = {
 
 /* The policy configuration a shard starts with. */
 static struct admit_policy_config
-start_config(enum admit_lru_policy policy, unsigned window_percent)
+start_config(const struct admit_lru *c, unsigned window_percent)
 {
-	switch (policy) {
+	switch (c->policy) {
 	case ADMIT_LRU_PLAIN:
 		return (struct admit_policy_config){ 100, 0, false, false, 0, true };
 	case ADMIT_LRU_TINYLFU:
 		return (struct admit_policy_config){ 0, 0, true, false, 0, false };
 	case ADMIT_LRU_ADAPTIVE:
-		return admit_minisim_configs[ADMIT_MINISIM_START];
+		return adaptive_config(c, ADMIT_MINISIM_START);
 	default:
 		/* Exact (no quiet hits): the reference the adaptive
 		 * policy is held to (doc/design.md, "Quiet hits"). */
@@ -463,7 +480,7 @@ enum admit_status
 shard_init(struct admit_lru *c, struct shard *s, const struct admit_lru_config *cfg,
            unsigned i, unsigned window_percent)
 {
-	struct admit_policy_config pc = start_config(c->policy, window_percent);
+	struct admit_policy_config pc = start_config(c, window_percent);
 
 	s->c = c;
 	s->max_entries = part(cfg->capacity, c->nshards, i);
