@@ -68,8 +68,9 @@ struct shard {
 	alignas(ADMIT_CACHELINE) struct admit_index ix;
 	struct admit_readbuf rb;        /* a thread pushes to one ring */
 	/* The writers' again, last: its limbo (half a KiB) in front of ix
-	 * moves ix and rb, and with them a get's lines, which measured a
-	 * few per cent slower on one thread (bench_cache --stream). */
+	 * would move ix and rb, and with them the lines a get reads, to
+	 * places where one thread's gets run a few per cent slower
+	 * (bench_cache --stream). */
 	struct admit_reclaim rec;
 };
 
