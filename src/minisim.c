@@ -506,8 +506,8 @@ guard_se(const struct admit_minisim *m, unsigned j)
  * scores the guard's veto compares remember about ten periods, most of
  * a large cache's trace: after the workload shifts they still hold the
  * stretch before it, and a configuration that led there (LIRS, whose
- * LIR blocks are the old hot set's) vetoes the move for as long as that
- * lead takes to decay, while the owed count, and the move's cost, grow.
+ * LIR blocks hold that stretch's hot set) vetoes the move until its lead
+ * decays, while the owed count, and the move's cost, grow.
  * Held to moves out of LIRS (ADMIT_MINISIM_GUARD_OWED_LEADS): within a
  * family decide() moves on the same gets at the same margin as the
  * veto, and a second chooser with a shorter memory makes the two undo

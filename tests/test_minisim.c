@@ -8,6 +8,7 @@
 
 #include <check.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "minisim.h"
 #include "testutil.h"
@@ -349,6 +350,30 @@ START_TEST(test_guard_sampled)
 }
 END_TEST
 
+/* gets requests of a zigzag over keys 0..3,999 (forwards, then
+ * backwards) on m, a sampled cache of 3,600 entries, where the real
+ * cache hits only as LRU does and only while it runs a shadow's
+ * configuration; then checks the guard has moved it to a shadow. */
+static void
+zigzag_to_shadow(struct admit_minisim *m, uint64_t gets)
+{
+	static uint64_t last[4000];
+
+	memset(last, 0, sizeof(last));
+	for (uint64_t i = 0; i < gets; i++) {
+		unsigned cur = admit_minisim_current(m);
+		uint64_t k = i % 8000 < 4000 ? i % 8000 : 7999 - i % 8000;
+		bool lru_hit = i >= 4000 && i - last[k] <= 3600;
+
+		last[k] = i;
+		request_real(m, k, lru_hit && (cur == ADMIT_MINISIM_LRU ||
+		                               cur == ADMIT_MINISIM_WTINYLFU));
+	}
+	ck_assert_uint_ge(admit_minisim_guarded(m), 1);
+	ck_assert(admit_minisim_current(m) == ADMIT_MINISIM_LRU ||
+	          admit_minisim_current(m) == ADMIT_MINISIM_WTINYLFU);
+}
+
 /* The move's cost in the guard (a sampled cache, 3,600 entries): a real
  * cache that hit every get on a hot set of 1,500 keys runs well ahead of
  * both shadows; then a zigzag over 4,000 other keys, where the real
@@ -363,7 +388,6 @@ END_TEST
 START_TEST(test_guard_owed)
 {
 	struct admit_minisim *m = admit_minisim_new(3600, 3600, always, NULL);
-	static uint64_t last[4000];
 	struct prng r = { 1 };
 	uint64_t i;
 
@@ -371,18 +395,7 @@ START_TEST(test_guard_owed)
 	for (i = 0; i < 40000; i++)
 		request_real(m, 100000 + prng_below(&r, 1500), true);
 	ck_assert_uint_eq(admit_minisim_guarded(m), 0);
-	for (i = 0; i < 5200; i++) {
-		unsigned cur = admit_minisim_current(m);
-		uint64_t k = i % 8000 < 4000 ? i % 8000 : 7999 - i % 8000;
-		bool lru_hit = i >= 4000 && i - last[k] <= 3600;
-
-		last[k] = i;
-		request_real(m, k, lru_hit && (cur == ADMIT_MINISIM_LRU ||
-		                               cur == ADMIT_MINISIM_WTINYLFU));
-	}
-	ck_assert_uint_ge(admit_minisim_guarded(m), 1);
-	ck_assert(admit_minisim_current(m) == ADMIT_MINISIM_LRU ||
-	          admit_minisim_current(m) == ADMIT_MINISIM_WTINYLFU);
+	zigzag_to_shadow(m, 5200);
 	admit_minisim_free(m);
 }
 END_TEST
@@ -400,7 +413,6 @@ END_TEST
 START_TEST(test_guard_owed_leads)
 {
 	struct admit_minisim *m = admit_minisim_new(3600, 3600, always, NULL);
-	static uint64_t last[4000];
 	uint64_t i;
 
 	ck_assert_ptr_nonnull(m);
@@ -410,18 +422,7 @@ START_TEST(test_guard_owed_leads)
 	ck_assert_uint_eq(admit_minisim_current(m), ADMIT_MINISIM_LIRS);
 	ck_assert_double_gt(admit_minisim_score(m, ADMIT_MINISIM_LIRS), 0.8);
 	ck_assert_uint_eq(admit_minisim_guarded(m), 0);
-	for (i = 0; i < 4100; i++) {
-		unsigned cur = admit_minisim_current(m);
-		uint64_t k = i % 8000 < 4000 ? i % 8000 : 7999 - i % 8000;
-		bool lru_hit = i >= 4000 && i - last[k] <= 3600;
-
-		last[k] = i;
-		request_real(m, k, lru_hit && (cur == ADMIT_MINISIM_LRU ||
-		                               cur == ADMIT_MINISIM_WTINYLFU));
-	}
-	ck_assert_uint_ge(admit_minisim_guarded(m), 1);
-	ck_assert(admit_minisim_current(m) == ADMIT_MINISIM_LRU ||
-	          admit_minisim_current(m) == ADMIT_MINISIM_WTINYLFU);
+	zigzag_to_shadow(m, 4100);
 	admit_minisim_free(m);
 }
 END_TEST
