@@ -1,6 +1,7 @@
 #!/bin/sh
 # bench_ab.sh - two builds of libadmit.so under one bench_cuckoo binary,
-# alternated round by round: is a change of the library faster or slower?
+# alternated round by round (each round's first the other of the round
+# before): is a change of the library faster or slower?
 #
 # usage: bench_ab.sh OLD_LIBDIR NEW_LIBDIR [BITS [N [ROUNDS]]]
 # (each LIBDIR holds a libadmit.so.1, e.g. a copy of .libs from a build of
@@ -18,7 +19,9 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 r=0
 while [ "$r" -lt "$rounds" ]; do
-	for v in old new; do
+	order="old new"
+	[ $((r % 2)) = 1 ] && order="new old"
+	for v in $order; do
 		d=$old
 		[ "$v" = new ] && d=$new
 		LD_LIBRARY_PATH=$d "$bin" --n "$n" --bits "$bits" --threads 1 \
