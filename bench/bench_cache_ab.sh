@@ -10,12 +10,11 @@
 # --stream on one stream file (AB_STREAM, else one written to a temporary
 # file: Zipf 0.99 over 2^20 keys, bench_cache's defaults) with --cache
 # admit, the two in turn and each round's first the other of the round
-# before (the second run of a pair reads slower on a shared machine),
-# and prints the medians of both libraries' operations per second and
-# CPU an operation, and the median of the rounds' new / old ratios of
-# operations per second, with their range.  The two libraries must
-# export the same calls (a change inside the library, not of its
-# interface).
+# before (so that what the order does cancels), and prints the medians
+# of both libraries' operations per second and CPU an operation, and the
+# median of the rounds' new / old ratios of operations per second, with
+# their range.  The two libraries must export the same calls (a change
+# inside the library, not of its interface).
 set -e
 old=$1 new=$2 rounds=${3:-9} mix=${4:-100} threads=${5:-1}
 if [ -z "$old" ] || [ -z "$new" ]; then
