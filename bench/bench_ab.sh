@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench_ab.sh - two builds of libadmit.so under one bench_cuckoo binary,
-# alternated round by round (each round's first the other of the round
-# before): is a change of the library faster or slower?
+# alternated round by round (ab_rounds.sh): is a change of the library
+# faster or slower?
 #
 # usage: bench_ab.sh OLD_LIBDIR NEW_LIBDIR [BITS [N [ROUNDS]]]
 # (each LIBDIR holds a libadmit.so.1, e.g. a copy of .libs from a build of
@@ -17,19 +17,14 @@ bin=${top_builddir:-.}/bench/.libs/bench_cuckoo
 [ -x "$bin" ] || { echo "bench_ab.sh: build bench/bench_cuckoo first"; exit 1; }
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-r=0
-while [ "$r" -lt "$rounds" ]; do
-	order="old new"
-	[ $((r % 2)) = 1 ] && order="new old"
-	for v in $order; do
-		d=$old
-		[ "$v" = new ] && d=$new
-		LD_LIBRARY_PATH=$d "$bin" --n "$n" --bits "$bits" --threads 1 \
-		  --loads 95 --reps 1 --seconds 0.25 --keep --structures admit ${AB_ARGS:---no-u64} \
-		  --csv 2>/dev/null |
-		awk -F, -v v="$v" -v r="$r" '$1 == "admit" { print v, r, $5, $6 }' >> "$out"
-	done
-	r=$((r + 1))
-done
+# One run of the filter under libadmit.so.1 from $2, as $1, round $3.
+run() {
+	LD_LIBRARY_PATH=$2 "$bin" --n "$n" --bits "$bits" --threads 1 \
+	  --loads 95 --reps 1 --seconds 0.25 --keep --structures admit ${AB_ARGS:---no-u64} \
+	  --csv 2>/dev/null |
+	awk -F, -v v="$1" -v r="$3" '$1 == "admit" { print v, r, $5, $6 }' >> "$out"
+}
+. "$(dirname "$0")/ab_rounds.sh"
+ab_rounds "$rounds" "$old" "$new" run
 echo "$n keys, $bits bits, $rounds rounds: op, old and new Mops/s (medians), new / old (median, range)"
 awk -f "$(dirname "$0")/ab_summary.awk" "$out"

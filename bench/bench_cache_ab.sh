@@ -9,12 +9,11 @@
 # or 2 (default 1)).  Runs, from the build tree, bench/.libs/bench_cache
 # --stream on one stream file (AB_STREAM, else one written to a temporary
 # file: Zipf 0.99 over 2^20 keys, bench_cache's defaults) with --cache
-# admit, the two in turn and each round's first the other of the round
-# before (so that what the order does cancels), and prints, for
-# operations a second and CPU an operation, both libraries' medians and
-# the median of the rounds' new / old ratios with their range
-# (ab_summary.awk).  The two libraries must export the same calls (a
-# change inside the library, not of its interface).
+# admit, the two in turn (ab_rounds.sh), and prints, for operations a
+# second and CPU an operation, both libraries' medians and the median of
+# the rounds' new / old ratios with their range (ab_summary.awk).  The
+# two libraries must export the same calls (a change inside the library,
+# not of its interface).
 set -e
 old=$1 new=$2 rounds=${3:-9} mix=${4:-100} threads=${5:-1}
 if [ -z "$old" ] || [ -z "$new" ]; then
@@ -32,21 +31,15 @@ if [ -z "$stream" ]; then
 	stream=$tmp
 	LD_LIBRARY_PATH=$old "$bin" --write "$stream" --threads 2 >/dev/null
 fi
-r=0
-while [ "$r" -lt "$rounds" ]; do
-	order="old new"
-	[ $((r % 2)) = 1 ] && order="new old"
-	for v in $order; do
-		d=$old
-		[ "$v" = new ] && d=$new
-		LD_LIBRARY_PATH=$d "$bin" --stream "$stream" --cache admit \
-		  --mix "$mix" --threads "$threads" |
-		sed -n 's/^RESULT .*mops=\([0-9.]*\) .*cpu_ns=\([0-9.]*\)$/\1 \2/p' |
-		awk -v v="$v" -v r="$r" \
-		  '{ print v, r, "Mops/s", $1; print v, r, "CPU_ns/op", $2 }' \
-		  >> "$out"
-	done
-	r=$((r + 1))
-done
+# One run of the cache under libadmit.so.1 from $2, as $1, round $3.
+run() {
+	LD_LIBRARY_PATH=$2 "$bin" --stream "$stream" --cache admit \
+	  --mix "$mix" --threads "$threads" |
+	sed -n 's/^RESULT .*mops=\([0-9.]*\) .*cpu_ns=\([0-9.]*\)$/\1 \2/p' |
+	awk -v v="$1" -v r="$3" \
+	  '{ print v, r, "Mops/s", $1; print v, r, "CPU_ns/op", $2 }' >> "$out"
+}
+. "$(dirname "$0")/ab_rounds.sh"
+ab_rounds "$rounds" "$old" "$new" run
 echo "$mix % gets, $threads thread(s), $rounds rounds: old and new (medians), new / old (median, range)"
 awk -f "$(dirname "$0")/ab_summary.awk" "$out"
