@@ -12,7 +12,8 @@
  *       one little-endian uint64 each: the key, with bit 63 set for a set
  *       (one in 20).  Keys are splitmix64 of a Zipf rank, so hot keys are
  *       spread over the key space as real ids are.
- *   bench_cache --stream FILE --cache admit|tight|maplru [--threads N]
+ *   bench_cache --stream FILE --cache admit|admit-batch|tight|maplru
+ *       [--threads N]
  *       [--mix 95|100] [--capacity N] [--passes P]
  *       fills the cache (one pass over each thread's stream in which every
  *       miss is followed by a set), runs one untimed pass of the mix, then P
@@ -26,7 +27,9 @@
  * The mix: with 95, an operation flagged as a set is a set and every other
  * a get (a miss is not followed by a set); with 100, every operation is a
  * get.  Keys are held in an array and passed one call each, as a server
- * that has parsed a request holds them.  admit_lru runs with its defaults
+ * that has parsed a request holds them; admit-batch is admit_lru given each
+ * run of up to 16 gets between two sets in one admit_lru_get_many_u64
+ * call, as a server holds a multi-key request.  admit_lru runs with its defaults
  * (capacity only), through the public API; tight is the locked LRU cache a
  * careful user writes for these sizes (bench/tightlru.c: an open-addressed
  * map and an LRU list in one array, no allocation per entry); maplru is a
@@ -35,6 +38,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdalign.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +63,7 @@ struct job {
 	struct tightlru *t;
 	const uint64_t *ops;
 	uint64_t n;
+	bool batch;             /* admit-batch: runs of gets in one call */
 	int mix;                /* 95 or 100; 0 for the filling pass */
 	pthread_barrier_t *start;
 	uint64_t hits, gets;
@@ -95,6 +100,46 @@ cache_set(struct job *j, uint64_t k, const unsigned char *val)
 		admit_lru_set(j->c, &k, sizeof(k), val, 32);
 }
 
+/* run()'s timed passes for admit-batch: each run of up to BATCH gets
+ * between two sets in one admit_lru_get_many_u64 call, the keys taken
+ * from the stream into an array as a server that parsed a multi-key
+ * request holds them. */
+#define BATCH 16
+
+static void *
+run_batched(struct job *j, const unsigned char *val)
+{
+	uint64_t keys[BATCH];
+	unsigned char vals[BATCH][32];
+	size_t vlens[BATCH];
+	enum admit_status st[BATCH];
+
+	for (uint64_t i = 0; i < j->n;) {
+		unsigned m = 0;
+
+		while (m < BATCH && i < j->n) {
+			uint64_t op = j->ops[i];
+
+			if (j->mix == 95 && (op & SET_FLAG))
+				break;
+			keys[m++] = op & ~SET_FLAG;
+			i++;
+		}
+		if (m) {
+			admit_lru_get_many_u64(j->c, m, keys, vals, sizeof(vals[0]),
+			                       vlens, st);
+			j->gets += m;
+			for (unsigned k = 0; k < m; k++)
+				j->hits += st[k] == ADMIT_OK;
+		} else {
+			cache_set(j, j->ops[i] & ~SET_FLAG, val);
+			i++;
+		}
+	}
+	j->t1 = bench_clock(CLOCK_MONOTONIC);
+	return NULL;
+}
+
 static void *
 run(void *arg)
 {
@@ -105,6 +150,8 @@ run(void *arg)
 		pthread_barrier_wait(j->start);
 	j->t0 = bench_clock(CLOCK_MONOTONIC);
 	j->hits = j->gets = 0;
+	if (j->batch && j->mix)
+		return run_batched(j, val);
 	for (uint64_t i = 0; i < j->n; i++) {
 		uint64_t op = j->ops[i], k = op & ~SET_FLAG;
 
@@ -310,17 +357,19 @@ main(int argc, char **argv)
 			die("out of memory or capacity too large");
 		for (unsigned i = 0; i < threads; i++)
 			jobs[i].t = t;
-	} else if (!strcmp(cache, "admit")) {
+	} else if (!strcmp(cache, "admit") || !strcmp(cache, "admit-batch")) {
 		struct admit_lru_config cfg = { .capacity = cap };
 		struct admit_lru *c;
 		enum admit_status st = admit_lru_new(&cfg, &c);
 
 		if (st != ADMIT_OK)
 			die(admit_strerror(st));
-		for (unsigned i = 0; i < threads; i++)
+		for (unsigned i = 0; i < threads; i++) {
 			jobs[i].c = c;
+			jobs[i].batch = strcmp(cache, "admit") != 0;
+		}
 	} else
-		die("--cache is admit, tight or maplru");
+		die("--cache is admit, admit-batch, tight or maplru");
 	for (unsigned i = 0; i < threads; i++)
 		jobs[i].ops = read_stream(spath, i, &jobs[i].n);
 

@@ -5,7 +5,10 @@
 # chained hash map with an LRU list (bench/maplru.c), on the workload of
 # bench/bench_cache.c (Zipf 0.99 over 1 M 8-byte keys, capacity 100,000,
 # 32-byte values; 95 % gets and 5 % sets, and 100 % gets; 1 and 2 threads,
-# 4 M operations per thread).
+# 4 M operations per thread).  admit_lru runs twice: one call a get, and
+# "batched", each run of up to 16 gets between two sets in one
+# admit_lru_get_many_u64 call (the keys of a multi-key request); every other
+# contender makes one call a get.
 #
 # admit_lru is measured as a user's program meets it: the build tree is
 # installed into a temporary prefix (make install prefix=...), and
@@ -60,10 +63,10 @@ grep -q "=> $prefix/lib/libadmit.so" "$tmp/ldd" ||
 	{ echo "bench_caffeine: $prog does not load $prefix/lib/libadmit.so" >&2; exit 2; }
 
 jar=/usr/share/java/caffeine.jar
-contenders="admit tight maplru"
+contenders="admit admit-batch tight maplru"
 if command -v java >/dev/null && command -v javac >/dev/null && [ -f "$jar" ]; then
 	javac -d "$tmp" -cp "$jar" "$here/CaffeineBench.java"
-	contenders="admit caffeine caffeine-caller tight maplru"
+	contenders="admit admit-batch caffeine caffeine-caller tight maplru"
 else
 	echo "bench_caffeine: java, javac or $jar missing (apt-get install default-jdk-headless libcaffeine-java): Caffeine skipped"
 fi
@@ -138,16 +141,16 @@ function label(mix, t) { return (mix == 95 ? "95% gets" : "100% gets") ", " t " 
 		rounds = f["round"]
 }
 END {
-	split("admit caffeine caffeine-caller tight maplru", cs, " ")
-	split("admit_lru Caffeine Caf.call tight map+LRU", names, " ")
+	nc = split("admit admit-batch caffeine caffeine-caller tight maplru", cs, " ")
+	split("admit_lru batched Caffeine Caf.call tight map+LRU", names, " ")
 	printf "\n%-18s", "medians (M ops/s)"
-	for (i = 1; i <= 5; i++) printf " %9s", names[i]
+	for (i = 1; i <= nc; i++) printf " %9s", names[i]
 	printf "   %s\n", "hit ratio admit/Caffeine/tight"
 	for (mix = 95; mix <= 100; mix += 5)
 		for (t = 1; t <= 2; t++) {
 			k = mix " " t
 			printf "%-18s", label(mix, t)
-			for (i = 1; i <= 5; i++) printf " %9s", cell(of("mops", cs[i], k), "%.2f")
+			for (i = 1; i <= nc; i++) printf " %9s", cell(of("mops", cs[i], k), "%.2f")
 			printf "   %s/%s/%s\n", hit["admit", k],
 			       ("caffeine", k) in hit ? hit["caffeine", k] : "-", hit["tight", k]
 		}
@@ -162,22 +165,34 @@ END {
 			       ratio("mops", "admit", k, "tight", k),
 			       ratio("mops", "admit", k, "maplru", k)
 		}
-	printf "\n%-18s %10s %10s %10s %10s %10s\n", "2 threads ÷ 1",
+	printf "\n%-18s %10s %10s %10s %10s %10s\n", "batched ÷ (ops/s)",
 	       "admit_lru", "Caffeine", "Caf.call", "tight", "map+LRU"
+	for (mix = 95; mix <= 100; mix += 5)
+		for (t = 1; t <= 2; t++) {
+			k = mix " " t
+			printf "%-18s %10s %10s %10s %10s %10s\n", label(mix, t),
+			       ratio("mops", "admit-batch", k, "admit", k),
+			       ratio("mops", "admit-batch", k, "caffeine", k),
+			       ratio("mops", "admit-batch", k, "caffeine-caller", k),
+			       ratio("mops", "admit-batch", k, "tight", k),
+			       ratio("mops", "admit-batch", k, "maplru", k)
+		}
+	printf "\n%-18s %10s %10s %10s %10s %10s %10s\n", "2 threads ÷ 1",
+	       "admit_lru", "batched", "Caffeine", "Caf.call", "tight", "map+LRU"
 	for (mix = 95; mix <= 100; mix += 5) {
 		printf "%-18s", (mix == 95 ? "95% gets" : "100% gets")
-		for (i = 1; i <= 5; i++)
+		for (i = 1; i <= nc; i++)
 			printf " %10s", ratio("mops", cs[i], mix " 2", cs[i], mix " 1")
 		printf "\n"
 	}
 	printf "\n%-18s", "medians (CPU ns/op)"
-	for (i = 1; i <= 5; i++) printf " %9s", names[i]
+	for (i = 1; i <= nc; i++) printf " %9s", names[i]
 	printf "\n"
 	for (mix = 95; mix <= 100; mix += 5)
 		for (t = 1; t <= 2; t++) {
 			k = mix " " t
 			printf "%-18s", label(mix, t)
-			for (i = 1; i <= 5; i++) printf " %9s", cell(of("cpu", cs[i], k), "%.1f")
+			for (i = 1; i <= nc; i++) printf " %9s", cell(of("cpu", cs[i], k), "%.1f")
 			printf "\n"
 		}
 	printf "\n%-18s %10s %10s %10s %10s\n", "CPU/op ÷ admit_lru",

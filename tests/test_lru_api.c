@@ -139,6 +139,107 @@ START_TEST(test_peek_leaves_no_trace)
 }
 END_TEST
 
+/* ---- get_many_u64 ------------------------------------------------------- */
+
+START_TEST(test_get_many_bad_args)
+{
+	struct admit_lru *c = make(10, 0, ADMIT_LRU_ADAPTIVE, 1);
+	uint64_t keys[2] = { 1, 2 };
+	char vals[2][8];
+	size_t vlens[2] = { 77, 77 };
+	enum admit_status out[2] = { ADMIT_FULL, ADMIT_FULL };
+
+	ck_assert_int_eq(admit_lru_get_many_u64(NULL, 2, keys, vals, 8, vlens, out), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_get_many_u64(c, 2, NULL, vals, 8, vlens, out), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_get_many_u64(c, 2, keys, NULL, 8, vlens, out), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_get_many_u64(c, 2, keys, vals, 8, NULL, out), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_get_many_u64(c, 2, keys, vals, 8, vlens, NULL), ADMIT_EINVAL);
+	/* n * vsize past SIZE_MAX: no slot address could hold it. */
+	ck_assert_int_eq(admit_lru_get_many_u64(c, 2, keys, vals, SIZE_MAX / 2 + 1, vlens, out),
+	                 ADMIT_EINVAL);
+	ck_assert(vlens[0] == 77 && vlens[1] == 77);
+	ck_assert(out[0] == ADMIT_FULL && out[1] == ADMIT_FULL);
+	ck_assert_uint_eq(stats(c).misses, 0);
+	/* Nothing to do: n = 0 with NULL arrays, and no value space. */
+	ck_assert_int_eq(admit_lru_get_many_u64(c, 0, NULL, NULL, 8, vlens, out), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_get_many_u64(c, 2, keys, NULL, 0, vlens, out), ADMIT_OK);
+	ck_assert(out[0] == ADMIT_NOTFOUND && out[1] == ADMIT_NOTFOUND);
+	ck_assert_uint_eq(stats(c).misses, 2);
+	admit_lru_free(c);
+}
+END_TEST
+
+/* 70 keys, past several batches of the call's: every third absent, the
+ * others with values of 0 to 12 bytes in 8-byte slots.  Each result is
+ * the one get gives, and the counts are those of 70 gets. */
+START_TEST(test_get_many_reads)
+{
+	enum { N = 70, SLOT = 8 };
+	struct admit_lru *c = make(1000, 0, ADMIT_LRU_ADAPTIVE, 4);
+	uint64_t keys[N];
+	unsigned char vals[N][SLOT], want[16], buf[16];
+	size_t vlens[N], len;
+	enum admit_status out[N];
+	unsigned hits = 0, misses = 0;
+	struct admit_lru_stats st;
+
+	for (unsigned i = 0; i < N; i++) {
+		keys[i] = test_key(i);
+		memset(want, 'a' + i % 26, sizeof(want));
+		if (i % 3)
+			ck_assert_int_eq(admit_lru_set(c, &keys[i], 8, want, i % 13), ADMIT_OK);
+	}
+	memset(vals, 0, sizeof(vals));
+	ck_assert_int_eq(admit_lru_get_many_u64(c, N, keys, vals, SLOT, vlens, out), ADMIT_OK);
+	for (unsigned i = 0; i < N; i++) {
+		enum admit_status one = admit_lru_peek(c, &keys[i], 8, buf, SLOT, &len);
+
+		ck_assert_int_eq(out[i], one);
+		if (i % 3 == 0) {
+			ck_assert_int_eq(out[i], ADMIT_NOTFOUND);
+			ck_assert_uint_eq(vlens[i], 0);
+			misses++;
+		} else if (i % 13 > SLOT) {
+			ck_assert_int_eq(out[i], ADMIT_EBUFFER);
+			ck_assert_uint_eq(vlens[i], i % 13);
+		} else {
+			ck_assert_int_eq(out[i], ADMIT_OK);
+			ck_assert_uint_eq(vlens[i], i % 13);
+			memset(want, 'a' + i % 26, sizeof(want));
+			ck_assert(memcmp(vals[i], want, vlens[i]) == 0);
+			hits++;
+		}
+	}
+	st = stats(c);
+	ck_assert_uint_eq(st.hits, hits);
+	ck_assert_uint_eq(st.misses, misses);
+	admit_lru_free(c);
+}
+END_TEST
+
+/* A key of the batch is an access, as a get's: under exact LRU it is kept
+ * where a key the batch did not name goes first. */
+START_TEST(test_get_many_is_access)
+{
+	struct admit_lru *c = make(3, 0, ADMIT_LRU_PLAIN, 1);
+	uint64_t k[4] = { test_key(1), test_key(2), test_key(3), test_key(4) };
+	char vals[2][4], buf[4];
+	size_t vlens[2], len;
+	enum admit_status out[2];
+
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(admit_lru_set(c, &k[i], 8, "v", 1), ADMIT_OK);
+	/* k[0] and k[1] read: k[2] is now the least recently used. */
+	ck_assert_int_eq(admit_lru_get_many_u64(c, 2, k, vals, 4, vlens, out), ADMIT_OK);
+	ck_assert(out[0] == ADMIT_OK && out[1] == ADMIT_OK);
+	ck_assert_int_eq(admit_lru_set(c, &k[3], 8, "v", 1), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_peek(c, &k[2], 8, buf, 4, &len), ADMIT_NOTFOUND);
+	ck_assert_int_eq(admit_lru_peek(c, &k[0], 8, buf, 4, &len), ADMIT_OK);
+	ck_assert_int_eq(admit_lru_peek(c, &k[1], 8, buf, 4, &len), ADMIT_OK);
+	admit_lru_free(c);
+}
+END_TEST
+
 /* ---- get_with -------------------------------------------------------------- */
 
 struct seen {
@@ -1183,6 +1284,9 @@ main(void)
 	tcase_add_test(tc, test_peek_bad_args);
 	tcase_add_test(tc, test_peek_reads);
 	tcase_add_test(tc, test_peek_leaves_no_trace);
+	tcase_add_test(tc, test_get_many_bad_args);
+	tcase_add_test(tc, test_get_many_reads);
+	tcase_add_test(tc, test_get_many_is_access);
 	tcase_add_test(tc, test_get_with);
 	tcase_add_test(tc, test_get_with_whole);
 	tcase_add_test(tc, test_compute_bad_args);

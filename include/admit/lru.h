@@ -348,6 +348,28 @@ enum admit_status admit_lru_delete(struct admit_lru *c, const void *key,
 enum admit_status admit_lru_stats(struct admit_lru *c,
                                   struct admit_lru_stats *out);
 
+/*
+ * n gets of 8-byte keys held in an array (an integer id, or any 8 bytes),
+ * with the memory reads of a batch overlapped: the index buckets and
+ * entries of up to 16 keys are requested before the first is read, so a
+ * batch waits for its cache misses together rather than one after another.
+ * keys[i] is looked up and counted exactly as admit_lru_get(c, &keys[i], 8,
+ * ...) would be, in the order of the array: out[i] = ADMIT_OK with the
+ * value copied to (unsigned char *)values + i * vsize and vlens[i] set to
+ * its length; ADMIT_NOTFOUND (a miss, counted) with vlens[i] = 0; or
+ * ADMIT_EBUFFER when the value is longer than vsize, with vlens[i] the
+ * length needed, nothing copied and nothing counted.
+ * Returns ADMIT_OK when the n gets were made (n = 0: nothing to do), or
+ * ADMIT_EINVAL with nothing done: c, vlens or out NULL, keys NULL with n >
+ * 0, values NULL with n > 0 and vsize > 0, or n * vsize beyond SIZE_MAX.
+ * Thread-safety: any thread, as admit_lru_get; the gets are n gets, not one
+ * atomic snapshot: a write by another thread may land between two of them.
+ */
+enum admit_status admit_lru_get_many_u64(struct admit_lru *c, size_t n,
+                                         const uint64_t *keys, void *values,
+                                         size_t vsize, size_t *vlens,
+                                         enum admit_status *out);
+
 /* ---- for embedders: peeks, zero-copy reads, atomic updates ------------- */
 
 /*

@@ -179,6 +179,36 @@ admit_index_read(struct admit_index *ix, uint64_t h, const void *key,
 	return *out || stripe_unchanged(&ix->resizing, v);
 }
 
+/*
+ * A reader's requests, in a read-side section, for the lines a lookup of h
+ * reads, so that a batch of lookups waits for its misses together: first
+ * h's bucket; later, once that line has come, the first entry of its chain
+ * (both of its lines: an entry of a short key and value spans two at
+ * most), unless the bucket's summary says the key is not there.  Each only
+ * loads and prefetches: a stale or wrong guess costs a wasted request,
+ * never a wrong result.
+ */
+static inline void
+admit_index_prefetch_bucket(struct admit_index *ix, uint64_t h)
+{
+	struct admit_index_table *t = admit_rcu_deref(&ix->table);
+
+	__builtin_prefetch(&t->bucket[h & (t->nbuckets - 1)]);
+}
+
+static inline void
+admit_index_prefetch_chain(struct admit_index *ix, uint64_t h)
+{
+	struct admit_index_table *t = admit_rcu_deref(&ix->table);
+	uintptr_t w = admit_rcu_deref(&t->bucket[h & (t->nbuckets - 1)]);
+	const char *e = (const char *)admit_index_entry(w);
+
+	if (e && (!ADMIT_INDEX_TAGS || (w & admit_index_tag(h)))) {
+		__builtin_prefetch(e);
+		__builtin_prefetch(e + 64);
+	}
+}
+
 /* The writer's view of the table. */
 static inline struct admit_index_table *
 admit_index_table_locked(struct admit_index *ix)
