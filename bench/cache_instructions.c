@@ -17,7 +17,9 @@
  * which leaves no trace: the read path without the buffered event and the
  * adaptation's sample.  loop_miss then makes 200,000 gets of keys
  * never set (a miss not followed by a set): the read path that finds
- * nothing, its event and its sample.  It prints the hit ratios, which a
+ * nothing, its event and its sample.  loop_get_many last makes the gets
+ * of loop_get100 again, 16 keys a call of admit_lru_get_many_u64 (the same
+ * read path a key, its requests made ahead).  It prints the hit ratios, which a
  * change to the cost of an operation must leave as they are.
  */
 #include "config.h"
@@ -95,6 +97,24 @@ loop_miss(struct admit_lru *c, const uint64_t *k)
 	return read_all(c, k, false);
 }
 
+_Static_assert(OPS % 16 == 0, "loop_get_many's batches cover the loop");
+
+static __attribute__((noinline)) unsigned
+loop_get_many(struct admit_lru *c, const uint64_t *k)
+{
+	unsigned char vals[16][32];
+	size_t lens[16];
+	enum admit_status st[16];
+	unsigned hits = 0;
+
+	for (unsigned i = 0; i < OPS; i += 16) {
+		admit_lru_get_many_u64(c, 16, &k[i], vals, sizeof(vals[0]), lens, st);
+		for (unsigned j = 0; j < 16; j++)
+			hits += st[j] == ADMIT_OK;
+	}
+	return hits;
+}
+
 static void
 draw(const double *cdf, uint64_t *k, unsigned n, uint64_t seed)
 {
@@ -112,7 +132,7 @@ main(void)
 	double *cdf = zipf_table(KEYS, 0.99);
 	unsigned char buf[64], val[32] = { 0 };
 	struct admit_lru *c;
-	unsigned hits[4];
+	unsigned hits[5];
 	size_t len;
 
 	if (!cdf || admit_lru_new(&cfg, &c) != ADMIT_OK) {
@@ -133,9 +153,11 @@ main(void)
 	hits[0] = loop_get100(c, ops[0]);
 	hits[1] = loop_mix95(c, ops[1]);
 	hits[3] = loop_miss(c, ops[2]);
-	printf("hit ratio: peek %.4f, 100 %% gets %.4f, 95 %% gets %.4f\n",
+	hits[4] = loop_get_many(c, ops[0]);
+	printf("hit ratio: peek %.4f, 100 %% gets %.4f, 95 %% gets %.4f, "
+	       "batched gets %.4f\n",
 	       (double)hits[2] / OPS, (double)hits[0] / OPS,
-	       (double)hits[1] / (OPS - OPS / SET_EVERY));
+	       (double)hits[1] / (OPS - OPS / SET_EVERY), (double)hits[4] / OPS);
 	printf("hit ratio of keys never set: %.4f\n", (double)hits[3] / OPS);
 	admit_lru_free(c);
 	return 0;
