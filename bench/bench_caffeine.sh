@@ -128,6 +128,24 @@ function ratio(what, a, ka, b, kb,   s, r) {
 			s = s " " val[what, a, ka, r] / val[what, b, kb, r]
 	return s == "" ? "-" : sprintf("%.2f", median(s))
 }
+# A table of the ratio of contender a to each contender of the list (what:
+# "mops" or "cpu"), or with inverse of each to a, at every mix and thread
+# count.
+function ratios(title, what, a, inverse, list, heads,   n, o, h, i, mix, t, k) {
+	n = split(list, o, " ")
+	split(heads, h, " ")
+	printf "\n%-18s", title
+	for (i = 1; i <= n; i++) printf " %10s", h[i]
+	printf "\n"
+	for (mix = 95; mix <= 100; mix += 5)
+		for (t = 1; t <= 2; t++) {
+			k = mix " " t
+			printf "%-18s", label(mix, t)
+			for (i = 1; i <= n; i++)
+				printf " %10s", inverse ? ratio(what, o[i], k, a, k) : ratio(what, a, k, o[i], k)
+			printf "\n"
+		}
+}
 function cell(v, fmt) { return v ? sprintf(fmt, v) : "-" }
 function label(mix, t) { return (mix == 95 ? "95% gets" : "100% gets") ", " t " thr" }
 {
@@ -154,31 +172,14 @@ END {
 			printf "   %s/%s/%s\n", hit["admit", k],
 			       ("caffeine", k) in hit ? hit["caffeine", k] : "-", hit["tight", k]
 		}
-	printf "\n%-18s %10s %10s %10s %10s\n", "admit_lru ÷ (ops/s)",
-	       "Caffeine", "Caf.call", "tight", "map+LRU"
-	for (mix = 95; mix <= 100; mix += 5)
-		for (t = 1; t <= 2; t++) {
-			k = mix " " t
-			printf "%-18s %10s %10s %10s %10s\n", label(mix, t),
-			       ratio("mops", "admit", k, "caffeine", k),
-			       ratio("mops", "admit", k, "caffeine-caller", k),
-			       ratio("mops", "admit", k, "tight", k),
-			       ratio("mops", "admit", k, "maplru", k)
-		}
-	printf "\n%-18s %10s %10s %10s %10s %10s\n", "batched ÷ (ops/s)",
-	       "admit_lru", "Caffeine", "Caf.call", "tight", "map+LRU"
-	for (mix = 95; mix <= 100; mix += 5)
-		for (t = 1; t <= 2; t++) {
-			k = mix " " t
-			printf "%-18s %10s %10s %10s %10s %10s\n", label(mix, t),
-			       ratio("mops", "admit-batch", k, "admit", k),
-			       ratio("mops", "admit-batch", k, "caffeine", k),
-			       ratio("mops", "admit-batch", k, "caffeine-caller", k),
-			       ratio("mops", "admit-batch", k, "tight", k),
-			       ratio("mops", "admit-batch", k, "maplru", k)
-		}
-	printf "\n%-18s %10s %10s %10s %10s %10s %10s\n", "2 threads ÷ 1",
-	       "admit_lru", "batched", "Caffeine", "Caf.call", "tight", "map+LRU"
+	ratios("admit_lru ÷ (ops/s)", "mops", "admit", 0, "caffeine caffeine-caller tight maplru",
+	       "Caffeine Caf.call tight map+LRU")
+	ratios("batched ÷ (ops/s)", "mops", "admit-batch", 0,
+	       "admit caffeine caffeine-caller tight maplru",
+	       "admit_lru Caffeine Caf.call tight map+LRU")
+	printf "\n%-18s", "2 threads ÷ 1"
+	for (i = 1; i <= nc; i++) printf " %10s", names[i]
+	printf "\n"
 	for (mix = 95; mix <= 100; mix += 5) {
 		printf "%-18s", (mix == 95 ? "95% gets" : "100% gets")
 		for (i = 1; i <= nc; i++)
@@ -195,15 +196,6 @@ END {
 			for (i = 1; i <= nc; i++) printf " %9s", cell(of("cpu", cs[i], k), "%.1f")
 			printf "\n"
 		}
-	printf "\n%-18s %10s %10s %10s %10s\n", "CPU/op ÷ admit_lru",
-	       "Caffeine", "Caf.call", "tight", "map+LRU"
-	for (mix = 95; mix <= 100; mix += 5)
-		for (t = 1; t <= 2; t++) {
-			k = mix " " t
-			printf "%-18s %10s %10s %10s %10s\n", label(mix, t),
-			       ratio("cpu", "caffeine", k, "admit", k),
-			       ratio("cpu", "caffeine-caller", k, "admit", k),
-			       ratio("cpu", "tight", k, "admit", k),
-			       ratio("cpu", "maplru", k, "admit", k)
-		}
+	ratios("CPU/op ÷ admit_lru", "cpu", "admit", 1, "caffeine caffeine-caller tight maplru",
+	       "Caffeine Caf.call tight map+LRU")
 }' "$tmp/results"
