@@ -9,7 +9,8 @@
 # or 2 (default 1)).  Runs, from the build tree, bench/.libs/bench_cache
 # --stream on one stream file (AB_STREAM, else one written to a temporary
 # file: Zipf 0.99 over 2^20 keys, bench_cache's defaults) with --cache
-# admit, the two in turn (ab_rounds.sh), and prints, for operations a
+# admit (AB_CACHE=admit-batch: the batched gets), the two in turn
+# (ab_rounds.sh), and prints, for operations a
 # second and CPU an operation, both libraries' medians and the median of
 # the rounds' new / old ratios with their range (ab_summary.awk).  The
 # two libraries must export the same calls (a change inside the library,
@@ -33,7 +34,7 @@ if [ -z "$stream" ]; then
 fi
 # One run of the cache under libadmit.so.1 from $2, as $1, round $3.
 run() {
-	LD_LIBRARY_PATH=$2 "$bin" --stream "$stream" --cache admit \
+	LD_LIBRARY_PATH=$2 "$bin" --stream "$stream" --cache "${AB_CACHE:-admit}" \
 	  --mix "$mix" --threads "$threads" |
 	sed -n 's/^RESULT .*mops=\([0-9.]*\) .*cpu_ns=\([0-9.]*\)$/\1 \2/p' |
 	awk -v v="$1" -v r="$3" \
