@@ -1,7 +1,7 @@
 /*
  * stress_cache - N threads get/set/delete/compute on one admit_lru over a Zipf key
- * space (one operation in twenty 8 gets in one admit_lru_get_many_u64 call),
- * checking as they go:
+ * space (one operation in twenty 8 gets in one admit_lru_get_many or
+ * admit_lru_get_many_u64 call), checking as they go:
  *   - every value a get returns was written for that key and is intact (a
  *     value carries its key, its writer, a length-dependent filler and a
  *     checksum over all of it);
@@ -122,18 +122,25 @@ work(void *arg)
 			size_t len;
 
 			if (op < 5) {
-				/* A batch of 8 Zipf keys in one call: each
-				 * checked as a get's. */
+				/* A batch of 8 Zipf keys in one call, of
+				 * either kind: each checked as a get's. */
 				uint64_t keys[8];
+				const void *kp[8];
+				size_t kl[8], lens[8];
 				unsigned char vals[8][MAX_VALUE];
-				size_t lens[8];
 				enum admit_status sts[8];
 
 				keys[0] = key;
 				for (int k = 1; k < 8; k++)
 					keys[k] = zipf_key(w->cdf, w->cfg->keys, &rng);
-				st = admit_lru_get_many_u64(w->cache, 8, keys, vals,
-				                            MAX_VALUE, lens, sts);
+				for (int k = 0; k < 8; k++) {
+					kp[k] = &keys[k];
+					kl[k] = sizeof(keys[k]);
+				}
+				st = op % 2 ? admit_lru_get_many(w->cache, 8, kp, kl, vals,
+				                                 MAX_VALUE, lens, sts)
+				            : admit_lru_get_many_u64(w->cache, 8, keys, vals,
+				                                     MAX_VALUE, lens, sts);
 				w->errors += st != ADMIT_OK;
 				w->gets += 8;
 				for (int k = 0; k < 8 && st == ADMIT_OK; k++) {

@@ -240,6 +240,69 @@ START_TEST(test_get_many_is_access)
 }
 END_TEST
 
+/* Keys of any length: the empty key, short and long ones (a 300-byte key
+ * spans several lines), present and absent, through the groups of the call;
+ * each result is a peek's, the counts those of the gets.  A NULL key of
+ * nonzero length anywhere refuses the whole call before any is read. */
+START_TEST(test_get_many_any_keys)
+{
+	enum { N = 40, SLOT = 16 };
+	struct admit_lru *c = make(1000, 0, ADMIT_LRU_ADAPTIVE, 4);
+	static char store[N][300];
+	const void *keys[N];
+	size_t klens[N], vlens[N], len;
+	unsigned char vals[N][SLOT], buf[SLOT];
+	enum admit_status out[N];
+	unsigned hits = 0, misses = 0;
+	struct admit_lru_stats st;
+
+	for (unsigned i = 0; i < N; i++) {
+		klens[i] = (size_t[]){ 0, 1, 8, 24, 300 }[i % 5];
+		memset(store[i], 'k', sizeof(store[i]));
+		snprintf(store[i], sizeof(store[i]), "%u", i);
+		if (klens[i] && klens[i] < 3)
+			klens[i] = strlen(store[i]);  /* the short keys differ */
+		keys[i] = store[i];
+		if (i % 4 != 3)  /* every fourth absent */
+			ck_assert_int_eq(admit_lru_set(c, keys[i], klens[i], store[i], i % SLOT),
+			                 ADMIT_OK);
+	}
+	ck_assert_int_eq(admit_lru_get_many(c, N, keys, klens, vals, SLOT, vlens, out), ADMIT_OK);
+	for (unsigned i = 0; i < N; i++) {
+		ck_assert_int_eq(out[i], admit_lru_peek(c, keys[i], klens[i], buf, SLOT, &len));
+		if (out[i] == ADMIT_OK) {
+			ck_assert_uint_eq(vlens[i], len);
+			ck_assert(memcmp(vals[i], buf, len) == 0);
+			hits++;
+		} else {
+			ck_assert_int_eq(out[i], ADMIT_NOTFOUND);
+			misses++;
+		}
+	}
+	/* The empty key (every fifth) is one key: each of its reads finds
+	 * the value stored last, whatever its own i. */
+	ck_assert_uint_eq(hits + misses, N);
+	ck_assert_uint_gt(hits, N / 2);
+	st = stats(c);
+	ck_assert_uint_eq(st.hits, hits);
+	ck_assert_uint_eq(st.misses, misses);
+
+	ck_assert_int_eq(admit_lru_get_many(c, N, NULL, klens, vals, SLOT, vlens, out), ADMIT_EINVAL);
+	ck_assert_int_eq(admit_lru_get_many(c, N, keys, NULL, vals, SLOT, vlens, out), ADMIT_EINVAL);
+	keys[N - 1] = NULL;
+	out[0] = ADMIT_FULL;
+	ck_assert_int_eq(admit_lru_get_many(c, N, keys, klens, vals, SLOT, vlens, out), ADMIT_EINVAL);
+	ck_assert_int_eq(out[0], ADMIT_FULL);
+	ck_assert_uint_eq(stats(c).hits, hits);
+	ck_assert_uint_eq(stats(c).misses, misses);
+	klens[N - 1] = 0;  /* NULL with length 0 is the empty key */
+	ck_assert_int_eq(admit_lru_get_many(c, N, keys, klens, vals, SLOT, vlens, out), ADMIT_OK);
+	ck_assert_int_eq(out[N - 1], admit_lru_peek(c, "", 0, buf, SLOT, &len));
+	ck_assert_int_eq(admit_lru_get_many(c, 0, NULL, NULL, NULL, SLOT, vlens, out), ADMIT_OK);
+	admit_lru_free(c);
+}
+END_TEST
+
 /* ---- get_with -------------------------------------------------------------- */
 
 struct seen {
@@ -1287,6 +1350,7 @@ main(void)
 	tcase_add_test(tc, test_get_many_bad_args);
 	tcase_add_test(tc, test_get_many_reads);
 	tcase_add_test(tc, test_get_many_is_access);
+	tcase_add_test(tc, test_get_many_any_keys);
 	tcase_add_test(tc, test_get_with);
 	tcase_add_test(tc, test_get_with_whole);
 	tcase_add_test(tc, test_compute_bad_args);

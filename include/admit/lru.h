@@ -370,6 +370,23 @@ enum admit_status admit_lru_get_many_u64(struct admit_lru *c, size_t n,
                                          size_t vsize, size_t *vlens,
                                          enum admit_status *out);
 
+/*
+ * admit_lru_get_many_u64 for keys of any length: keys[i] of klens[i]
+ * bytes is looked up and counted as admit_lru_get(c, keys[i], klens[i],
+ * ...) would be; the results, the batches and the thread-safety are
+ * admit_lru_get_many_u64's.  Only the first two lines of each key's entry
+ * are requested ahead: a long key's other lines are read as a get reads
+ * them.
+ * Returns ADMIT_OK, or ADMIT_EINVAL with nothing done: as
+ * admit_lru_get_many_u64, or klens NULL with n > 0, or a keys[i] NULL
+ * with klens[i] > 0 (every key is checked before the first is read).
+ */
+enum admit_status admit_lru_get_many(struct admit_lru *c, size_t n,
+                                     const void *const *keys,
+                                     const size_t *klens, void *values,
+                                     size_t vsize, size_t *vlens,
+                                     enum admit_status *out);
+
 /* ---- for embedders: peeks, zero-copy reads, atomic updates ------------- */
 
 /*

@@ -330,16 +330,18 @@ admit_lru_peek(struct admit_lru *c, const void *key, size_t klen, void *buf,
  * (bench/bench_cache_ab.sh with AB_CACHE=admit-batch). */
 #define GET_MANY_AHEAD 16
 
-enum admit_status
-admit_lru_get_many_u64(struct admit_lru *c, size_t n, const uint64_t *keys,
-                       void *values, size_t vsize, size_t *vlens,
-                       enum admit_status *out)
+/*
+ * get_many and get_many_u64: key k is ids[k] (8 bytes, u64) or keys[k]
+ * of klens[k] bytes; the arguments checked.  Inline, so u64's key length
+ * is a constant in its read path, as a single get's is.
+ */
+static inline __attribute__((always_inline)) enum admit_status
+get_many(struct admit_lru *c, size_t n, bool u64, const uint64_t *ids,
+         const void *const *keys, const size_t *klens, void *values,
+         size_t vsize, size_t *vlens, enum admit_status *out)
 {
 	uint64_t h[GET_MANY_AHEAD];
 
-	if (!c || !vlens || !out || (n && !keys) ||
-	    (n && vsize && (!values || n > SIZE_MAX / vsize)))
-		return ADMIT_EINVAL;
 	for (size_t i = 0; i < n; i += GET_MANY_AHEAD) {
 		size_t m = n - i < GET_MANY_AHEAD ? n - i : GET_MANY_AHEAD;
 		struct admit_rcu_section r = admit_rcu_read_begin();
@@ -348,7 +350,10 @@ admit_lru_get_many_u64(struct admit_lru *c, size_t n, const uint64_t *keys,
 		 * entry: the second pass's loads mostly find their lines
 		 * come. */
 		for (size_t j = 0; j < m; j++) {
-			h[j] = shard_hash(c, &keys[i + j], sizeof(uint64_t));
+			size_t k = i + j;
+
+			h[j] = u64 ? shard_hash(c, &ids[k], sizeof(uint64_t))
+			           : shard_hash(c, keys[k], klens[k]);
 			admit_index_prefetch_bucket(&shard_of(c, h[j])->ix, h[j]);
 		}
 		for (size_t j = 0; j < m; j++)
@@ -362,11 +367,49 @@ admit_lru_get_many_u64(struct admit_lru *c, size_t n, const uint64_t *keys,
 			};
 
 			vlens[k] = 0;
-			out[k] = read_path(c, h[j], &keys[k], sizeof(uint64_t),
-			                   true, copy_value, &x);
+			out[k] = u64 ? read_path(c, h[j], &ids[k], sizeof(uint64_t),
+			                         true, copy_value, &x)
+			             : read_path(c, h[j], keys[k], klens[k], true,
+			                         copy_value, &x);
 		}
 	}
 	return ADMIT_OK;
+}
+
+/* The arguments every batched get shares, checked. */
+static bool
+get_many_args_ok(const struct admit_lru *c, size_t n, const void *values,
+                 size_t vsize, const size_t *vlens,
+                 const enum admit_status *out)
+{
+	return c && vlens && out &&
+	       !(n && vsize && (!values || n > SIZE_MAX / vsize));
+}
+
+enum admit_status
+admit_lru_get_many_u64(struct admit_lru *c, size_t n, const uint64_t *keys,
+                       void *values, size_t vsize, size_t *vlens,
+                       enum admit_status *out)
+{
+	if (!get_many_args_ok(c, n, values, vsize, vlens, out) || (n && !keys))
+		return ADMIT_EINVAL;
+	return get_many(c, n, true, keys, NULL, NULL, values, vsize, vlens, out);
+}
+
+enum admit_status
+admit_lru_get_many(struct admit_lru *c, size_t n, const void *const *keys,
+                   const size_t *klens, void *values, size_t vsize,
+                   size_t *vlens, enum admit_status *out)
+{
+	if (!get_many_args_ok(c, n, values, vsize, vlens, out) ||
+	    (n && (!keys || !klens)))
+		return ADMIT_EINVAL;
+	/* Every key checked before any is read: a bad one changes nothing. */
+	for (size_t k = 0; k < n; k++)
+		if (!admit_key_ok(keys[k], klens[k]))
+			return ADMIT_EINVAL;
+	return get_many(c, n, false, NULL, keys, klens, values, vsize, vlens,
+	                out);
 }
 
 struct reader {
