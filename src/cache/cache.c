@@ -331,9 +331,10 @@ admit_lru_peek(struct admit_lru *c, const void *key, size_t klen, void *buf,
 #define GET_MANY_AHEAD 16
 
 /*
- * get_many and get_many_u64: key k is ids[k] (8 bytes, u64) or keys[k]
- * of klens[k] bytes; the arguments checked.  Inline, so u64's key length
- * is a constant in its read path, as a single get's is.
+ * get_many and get_many_u64, the caller having checked the arguments:
+ * key k is ids[k] (8 bytes, u64) or keys[k] of klens[k] bytes.  Inline,
+ * so u64's key length is a constant in its read path, as a single get's
+ * is.
  */
 static inline __attribute__((always_inline)) enum admit_status
 get_many(struct admit_lru *c, size_t n, bool u64, const uint64_t *ids,
@@ -347,8 +348,8 @@ get_many(struct admit_lru *c, size_t n, bool u64, const uint64_t *ids,
 		struct admit_rcu_section r = admit_rcu_read_begin();
 
 		/* Every bucket of the batch requested, then every first
-		 * entry: the second pass's loads mostly find their lines
-		 * come. */
+		 * entry: by the second pass most bucket lines have
+		 * arrived. */
 		for (size_t j = 0; j < m; j++) {
 			size_t k = i + j;
 
