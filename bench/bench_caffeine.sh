@@ -128,21 +128,33 @@ function ratio(what, a, ka, b, kb,   s, r) {
 			s = s " " val[what, a, ka, r] / val[what, b, kb, r]
 	return s == "" ? "-" : sprintf("%.2f", median(s))
 }
-# A table of the ratio of contender a to each contender of the list (what:
-# "mops" or "cpu"), or with inverse of each to a, at every mix and thread
-# count.
-function ratios(title, what, a, inverse, list, heads,   n, o, h, i, mix, t, k) {
+# A table at every mix and thread count of, for each contender of the
+# list (what: "mops" or "cpu"): its median ("median", in width w with
+# format fmt), the ratio of contender a to it ("ratio") or its ratio to a
+# ("inverse").  The medians of operations a second end with the hit ratios.
+function table(title, what, mode, a, list, heads, w, fmt,   n, o, h, i, mix, t, k, x, hits) {
 	n = split(list, o, " ")
 	split(heads, h, " ")
+	hits = mode == "median" && what == "mops"
 	printf "\n%-18s", title
-	for (i = 1; i <= n; i++) printf " %10s", h[i]
-	printf "\n"
+	for (i = 1; i <= n; i++) printf " %*s", w, h[i]
+	printf hits ? "   hit ratio admit/Caffeine/tight\n" : "\n"
 	for (mix = 95; mix <= 100; mix += 5)
 		for (t = 1; t <= 2; t++) {
 			k = mix " " t
 			printf "%-18s", label(mix, t)
-			for (i = 1; i <= n; i++)
-				printf " %10s", inverse ? ratio(what, o[i], k, a, k) : ratio(what, a, k, o[i], k)
+			for (i = 1; i <= n; i++) {
+				if (mode == "median")
+					x = cell(of(what, o[i], k), fmt)
+				else if (mode == "ratio")
+					x = ratio(what, a, k, o[i], k)
+				else
+					x = ratio(what, o[i], k, a, k)
+				printf " %*s", w, x
+			}
+			if (hits)
+				printf "   %s/%s/%s", hit["admit", k],
+				       ("caffeine", k) in hit ? hit["caffeine", k] : "-", hit["tight", k]
 			printf "\n"
 		}
 }
@@ -159,26 +171,18 @@ function label(mix, t) { return (mix == 95 ? "95% gets" : "100% gets") ", " t " 
 		rounds = f["round"]
 }
 END {
-	nc = split("admit admit-batch caffeine caffeine-caller tight maplru", cs, " ")
-	split("admit_lru batched Caffeine Caf.call tight map+LRU", names, " ")
-	printf "\n%-18s", "medians (M ops/s)"
-	for (i = 1; i <= nc; i++) printf " %9s", names[i]
-	printf "   %s\n", "hit ratio admit/Caffeine/tight"
-	for (mix = 95; mix <= 100; mix += 5)
-		for (t = 1; t <= 2; t++) {
-			k = mix " " t
-			printf "%-18s", label(mix, t)
-			for (i = 1; i <= nc; i++) printf " %9s", cell(of("mops", cs[i], k), "%.2f")
-			printf "   %s/%s/%s\n", hit["admit", k],
-			       ("caffeine", k) in hit ? hit["caffeine", k] : "-", hit["tight", k]
-		}
-	ratios("admit_lru ÷ (ops/s)", "mops", "admit", 0, "caffeine caffeine-caller tight maplru",
-	       "Caffeine Caf.call tight map+LRU")
-	ratios("batched ÷ (ops/s)", "mops", "admit-batch", 0,
-	       "admit caffeine caffeine-caller tight maplru",
-	       "admit_lru Caffeine Caf.call tight map+LRU")
+	all = "admit admit-batch caffeine caffeine-caller tight maplru"
+	names = "admit_lru batched Caffeine Caf.call tight map+LRU"
+	others = "caffeine caffeine-caller tight maplru"
+	onames = "Caffeine Caf.call tight map+LRU"
+	nc = split(all, cs, " ")
+	split(names, nm, " ")
+	table("medians (M ops/s)", "mops", "median", "", all, names, 9, "%.2f")
+	table("admit_lru ÷ (ops/s)", "mops", "ratio", "admit", others, onames, 10)
+	table("batched ÷ (ops/s)", "mops", "ratio", "admit-batch", "admit " others,
+	      "admit_lru " onames, 10)
 	printf "\n%-18s", "2 threads ÷ 1"
-	for (i = 1; i <= nc; i++) printf " %10s", names[i]
+	for (i = 1; i <= nc; i++) printf " %10s", nm[i]
 	printf "\n"
 	for (mix = 95; mix <= 100; mix += 5) {
 		printf "%-18s", (mix == 95 ? "95% gets" : "100% gets")
@@ -186,16 +190,6 @@ END {
 			printf " %10s", ratio("mops", cs[i], mix " 2", cs[i], mix " 1")
 		printf "\n"
 	}
-	printf "\n%-18s", "medians (CPU ns/op)"
-	for (i = 1; i <= nc; i++) printf " %9s", names[i]
-	printf "\n"
-	for (mix = 95; mix <= 100; mix += 5)
-		for (t = 1; t <= 2; t++) {
-			k = mix " " t
-			printf "%-18s", label(mix, t)
-			for (i = 1; i <= nc; i++) printf " %9s", cell(of("cpu", cs[i], k), "%.1f")
-			printf "\n"
-		}
-	ratios("CPU/op ÷ admit_lru", "cpu", "admit", 1, "caffeine caffeine-caller tight maplru",
-	       "Caffeine Caf.call tight map+LRU")
+	table("medians (CPU ns/op)", "cpu", "median", "", all, names, 9, "%.1f")
+	table("CPU/op ÷ admit_lru", "cpu", "inverse", "admit", others, onames, 10)
 }' "$tmp/results"
