@@ -12,7 +12,7 @@
  *       one little-endian uint64 each: the key, with bit 63 set for a set
  *       (one in 20).  Keys are splitmix64 of a Zipf rank, so hot keys are
  *       spread over the key space as real ids are.
- *   bench_cache --stream FILE --cache admit|admit-batch|tight|maplru
+ *   bench_cache --stream FILE --cache admit|admit-batch|admit-peek|tight|maplru
  *       [--threads N]
  *       [--mix 95|100] [--capacity N] [--passes P]
  *       fills the cache (one pass over each thread's stream in which every
@@ -29,7 +29,10 @@
  * get.  Keys are held in an array and passed one call each, as a server
  * that has parsed a request holds them; admit-batch is admit_lru given each
  * run of up to 16 gets between two sets in one admit_lru_get_many_u64
- * call, as a server holds a multi-key request.  admit_lru runs with its defaults
+ * call, as a server holds a multi-key request; admit-peek is admit_lru
+ * filled as admit is, then timed through admit_lru_peek (the same lookup
+ * and copy, without the access's record and the adaptation's sample: what
+ * a get costs beyond its lookup).  admit_lru runs with its defaults
  * (capacity only), through the public API; tight is the locked LRU cache a
  * careful user writes for these sizes (bench/tightlru.c: an open-addressed
  * map and an LRU list in one array, no allocation per entry); maplru is a
@@ -64,6 +67,7 @@ struct job {
 	const uint64_t *ops;
 	uint64_t n;
 	bool batch;             /* admit-batch: runs of gets in one call */
+	bool peek;              /* admit-peek: the timed passes' gets peek */
 	int mix;                /* 95 or 100; 0 for the filling pass */
 	pthread_barrier_t *start;
 	uint64_t hits, gets;
@@ -86,6 +90,8 @@ cache_get(struct job *j, uint64_t k, unsigned char *buf)
 		return tightlru_get(j->t, k, buf);
 	if (j->m)
 		return maplru_get(j->m, k, buf);
+	if (j->peek && j->mix)  /* the filling pass reads as admit's does */
+		return admit_lru_peek(j->c, &k, sizeof(k), buf, 64, &len) == ADMIT_OK;
 	return admit_lru_get(j->c, &k, sizeof(k), buf, 64, &len) == ADMIT_OK;
 }
 
@@ -357,7 +363,8 @@ main(int argc, char **argv)
 			die("out of memory or capacity too large");
 		for (unsigned i = 0; i < threads; i++)
 			jobs[i].t = t;
-	} else if (!strcmp(cache, "admit") || !strcmp(cache, "admit-batch")) {
+	} else if (!strcmp(cache, "admit") || !strcmp(cache, "admit-batch") ||
+	           !strcmp(cache, "admit-peek")) {
 		struct admit_lru_config cfg = { .capacity = cap };
 		struct admit_lru *c;
 		enum admit_status st = admit_lru_new(&cfg, &c);
@@ -366,10 +373,11 @@ main(int argc, char **argv)
 			die(admit_strerror(st));
 		for (unsigned i = 0; i < threads; i++) {
 			jobs[i].c = c;
-			jobs[i].batch = strcmp(cache, "admit") != 0;
+			jobs[i].batch = !strcmp(cache, "admit-batch");
+			jobs[i].peek = !strcmp(cache, "admit-peek");
 		}
 	} else
-		die("--cache is admit, admit-batch, tight or maplru");
+		die("--cache is admit, admit-batch, admit-peek, tight or maplru");
 	for (unsigned i = 0; i < threads; i++)
 		jobs[i].ops = read_stream(spath, i, &jobs[i].n);
 
