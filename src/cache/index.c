@@ -64,9 +64,7 @@ admit_index_destroy(struct admit_index *ix)
 static _Atomic uintptr_t *
 bucket_locked(struct admit_index *ix, uint64_t h)
 {
-	struct admit_index_table *t = admit_index_table_locked(ix);
-
-	return &t->bucket[h & (t->nbuckets - 1)];
+	return admit_index_bucket(admit_index_table_locked(ix), h);
 }
 
 /* relaxed, the chain words' loads below: the writer's own stores. */

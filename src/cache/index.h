@@ -127,6 +127,13 @@ admit_index_entry(uintptr_t w)
 	return (struct entry *)(w & ~ADMIT_INDEX_SUMMARY);
 }
 
+/* h's bucket in t: the chain word a lookup of h reads first. */
+static inline _Atomic uintptr_t *
+admit_index_bucket(struct admit_index_table *t, uint64_t h)
+{
+	return &t->bucket[h & (t->nbuckets - 1)];
+}
+
 /*
  * The entry of key in t, or NULL.  With where, *where is set to the chain
  * word that holds it, or to the chain's final 0, and the whole chain is
@@ -137,7 +144,7 @@ static inline struct entry *
 admit_index_find(struct admit_index_table *t, uint64_t h, const void *key,
                  size_t klen, _Atomic uintptr_t **where)
 {
-	_Atomic uintptr_t *p = &t->bucket[h & (t->nbuckets - 1)];
+	_Atomic uintptr_t *p = admit_index_bucket(t, h);
 	uintptr_t w = admit_rcu_deref(p);
 	struct entry *e;
 
@@ -191,16 +198,14 @@ admit_index_read(struct admit_index *ix, uint64_t h, const void *key,
 static inline void
 admit_index_prefetch_bucket(struct admit_index *ix, uint64_t h)
 {
-	struct admit_index_table *t = admit_rcu_deref(&ix->table);
-
-	__builtin_prefetch(&t->bucket[h & (t->nbuckets - 1)]);
+	__builtin_prefetch(admit_index_bucket(admit_rcu_deref(&ix->table), h));
 }
 
 static inline void
 admit_index_prefetch_chain(struct admit_index *ix, uint64_t h)
 {
 	struct admit_index_table *t = admit_rcu_deref(&ix->table);
-	uintptr_t w = admit_rcu_deref(&t->bucket[h & (t->nbuckets - 1)]);
+	uintptr_t w = admit_rcu_deref(admit_index_bucket(t, h));
 	const char *e = (const char *)admit_index_entry(w);
 
 	if (e && (!ADMIT_INDEX_TAGS || (w & admit_index_tag(h)))) {
@@ -222,9 +227,7 @@ admit_index_table_locked(struct admit_index *ix)
 static inline void
 admit_index_prefetch_locked(struct admit_index *ix, uint64_t h)
 {
-	struct admit_index_table *t = admit_index_table_locked(ix);
-
-	__builtin_prefetch(&t->bucket[h & (t->nbuckets - 1)]);
+	__builtin_prefetch(admit_index_bucket(admit_index_table_locked(ix), h));
 }
 
 /* The writer's lookup: admit_index_find on the current table. */
