@@ -146,6 +146,9 @@ struct admit_minisim {
 	 * were level (a CUSUM), and the gets where they differed meanwhile:
 	 * what a move to the shadow would cost (guard()). */
 	struct { double lead, disc; } owed[2];
+	/* On a sampled cache, the real cache against each shadow's mini
+	 * cache since the last switch (trails_shadow()). */
+	struct paired since[2];
 	/* The same per group of sampled keys (a sampled cache only: the
 	 * random groups guard_se() estimates the sampling error from). */
 	struct { double diff[2], n; } group[ADMIT_MINISIM_GROUPS];
@@ -368,6 +371,7 @@ switch_to(struct admit_minisim *m, unsigned k)
 	m->had = (struct paired){ 0 };
 	m->owed[0].lead = m->owed[0].disc = 0;
 	m->owed[1].lead = m->owed[1].disc = 0;
+	m->since[0] = m->since[1] = (struct paired){ 0 };
 }
 
 /*
@@ -524,6 +528,33 @@ owed_leads(const struct admit_minisim *m, unsigned j)
 }
 
 /*
+ * Whether, on a sampled cache, the real cache has trailed shadow j's mini
+ * cache since the last switch (a quarter period at least, as the check
+ * waits) beyond ADMIT_MINISIM_Z x their McNemar error, while j's mini
+ * cache scores at least as well as the current configuration's, within a
+ * family (ADMIT_MINISIM_GUARD_TRAILS).  The veto's margin is there for a
+ * real cache still paying a move's cost that a move to the shadow would
+ * pay again, and for a lead of a past stretch; neither is a reason to
+ * stay where the simulation rates the shadow as high and the real cache
+ * has been losing to it since it came: a W-TinyLFU configuration with
+ * admission that a shift finds running holds what admission let in,
+ * behind LRU's mini cache and its own, for periods (doc/hit-ratio.md,
+ * "Trailing since the switch").  Across families a move into LIRS or
+ * out of it costs a pass; there owed_leads() decides.
+ */
+static bool
+trails_shadow(const struct admit_minisim *m, unsigned j)
+{
+	const struct paired *s = &m->since[j];
+
+	if (ADMIT_MINISIM_GUARD_TRAILS == 0 || m->threshold == UINT64_MAX ||
+	    across(m->current, shadows[j]) || s->n < (double)(m->period / 4))
+		return false;
+	return -s->diff > ADMIT_MINISIM_Z * sqrt(s->disc) &&
+	       score_now(m, shadows[j]) >= score_now(m, m->current);
+}
+
+/*
  * The guard, at every sampled get whose real outcome is known, from the
  * first quarter period on.  A shadow's lead over the real cache since
  * the start, D = (its hits - the real cache's hits): when D >
@@ -573,6 +604,8 @@ guard(struct admit_minisim *m, uint64_t h, const bool *hit, bool real)
 		m->guard[j].diff += d;
 		m->guard[j].disc += hit[shadows[j]] != real;
 		m->group[g].diff[j] += d;
+		if (sampled)
+			paired_add(&m->since[j], real, hit[shadows[j]]);
 		if (sampled && hit[shadows[j]] != hit[m->current]) {
 			m->owed[j].lead += (double)hit[shadows[j]] -
 			                   (double)hit[m->current];
@@ -609,9 +642,11 @@ guard(struct admit_minisim *m, uint64_t h, const bool *hit, bool real)
 	 * cost.  Or, on a sampled cache, unless the shadow's mini cache
 	 * leads the current configuration's on the stretch that ends now
 	 * (owed_leads()): the decayed scores then still hold a past
-	 * stretch the current configuration led. */
+	 * stretch the current configuration led.  Or, within a family,
+	 * unless the real cache has trailed the shadow since the switch and
+	 * the shadow's mini cache scores as well (trails_shadow()). */
 	if (m->current == shadows[to] ||
-	    (!owed_leads(m, (unsigned)to) &&
+	    (!owed_leads(m, (unsigned)to) && !trails_shadow(m, (unsigned)to) &&
 	     score_now(m, shadows[to]) <= score_now(m, m->current) +
 	     (!across(m->current, shadows[to]) ?
 	      ADMIT_MINISIM_HYSTERESIS : sampled ?

@@ -213,6 +213,16 @@ size_t admit_minisim_bytes(const struct admit_minisim *m);
 #ifndef ADMIT_MINISIM_GUARD_OWED_LEADS
 #define ADMIT_MINISIM_GUARD_OWED_LEADS 2
 #endif
+/* Whether the guard's move within a family on a sampled cache is let
+ * past the lead asked above when the real cache has trailed the shadow
+ * since the last switch beyond chance and the shadow's mini cache scores
+ * at least as well as the current configuration's (minisim.c,
+ * trails_shadow()): 1 yes, 0 no.  Left one trace out, the other traces
+ * choose 1 for every trace (doc/hit-ratio.md, "Trailing since the
+ * switch").  A build may set it. */
+#ifndef ADMIT_MINISIM_GUARD_TRAILS
+#define ADMIT_MINISIM_GUARD_TRAILS 1
+#endif
 
 /* For tests: the decayed hit ratio of mini cache i. */
 double admit_minisim_score(const struct admit_minisim *m, unsigned i);

@@ -372,7 +372,7 @@ goals=$?
 cat >"$tmp/floors" <<'EOF'
 orm-night.trace.xz 1000 best 66.80
 gli.trace.gz 1000 wtinylfu 49.19
-short-large-s2 131072 lru 35.26
+short-large-s2 131072 lru 35.29
 EOF
 if [ -f "$peers" ]; then
 	grep -E ',(lru|adaptive|wtinylfu),' "$tmp/all.csv" >"$tmp/peer_rows.csv"
