@@ -214,7 +214,8 @@ size_t admit_minisim_bytes(const struct admit_minisim *m);
 #define ADMIT_MINISIM_GUARD_OWED_LEADS 2
 #endif
 /* Whether the guard's move within a family on a sampled cache is let
- * past the lead asked above when the real cache has trailed the shadow
+ * past the veto's margin (decide()'s within a family,
+ * ADMIT_MINISIM_HYSTERESIS) when the real cache has trailed the shadow
  * since the last switch beyond chance and the shadow's mini cache scores
  * at least as well as the current configuration's (minisim.c,
  * trails_shadow()): 1 yes, 0 no.  Left one trace out, the other traces
